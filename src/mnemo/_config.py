@@ -1,0 +1,113 @@
+"""Settings: ``config.toml`` in the mnemo home plus ``MNEMO_*`` environment variables.
+
+Only entry points (the CLI, servers, hooks) read these; the library takes explicit arguments.
+Precedence, lowest first: built-in default < ``config.toml`` < environment < command-line flag.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import InvalidInputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    kind: Callable[[Any], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "MNEMO_" + self.name.upper()
+
+
+def _path(value: Any) -> str:
+    return str(value)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("db", "", _path, "store file (default: memory.db in the mnemo home)"),
+    Setting("model", "e5", str, "embedding model: e5 (default, best recall), use (fastest), openai:<model>"),
+    Setting("scope", "global", str, "scope that save writes to and that search adds to global (e.g. project:myapp)"),
+    Setting("top_k", 5, int, "how many results search returns by default"),
+    Setting("min_score", 0.12, float, "relevance floor on the final score; below it recall returns nothing"),
+    Setting("half_life_days", 90.0, float, "recency half-life for ranking, in days"),
+    Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
+    Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),
+    Setting("embed_api_key_env", "MNEMO_EMBED_API_KEY", str, "name of the environment variable holding that endpoint's API key"),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def home() -> Path:
+    """The mnemo home: ``MNEMO_HOME``, else the platform's user data folder."""
+    env = os.environ.get("MNEMO_HOME")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mnemo", appauthor=False))
+
+
+def config_path() -> Path:
+    return home() / "config.toml"
+
+
+@dataclass
+class Config:
+    values: dict[str, Any]
+    origins: dict[str, str]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def db(self) -> str:
+        return self.values["db"] or str(home() / "memory.db")
+
+
+def load(overrides: dict[str, Any] | None = None) -> Config:
+    """The effective settings and where each came from (default, config file, env, flag)."""
+    values = {s.name: s.default for s in SETTINGS}
+    origins = {s.name: "default" for s in SETTINGS}
+    path = config_path()
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise InvalidInputError(f"cannot read {path}: {exc}") from None
+        for key, value in data.items():
+            if key not in _BY_NAME:
+                raise InvalidInputError(f"{path}: unknown setting {key!r} (known: {', '.join(_BY_NAME)})")
+            values[key] = _convert(_BY_NAME[key], value, str(path))
+            origins[key] = str(path)
+    for s in SETTINGS:
+        raw = os.environ.get(s.env)
+        if raw not in (None, ""):
+            values[s.name] = _convert(s, raw, s.env)
+            origins[s.name] = s.env
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = _convert(_BY_NAME[key], value, "flag")
+            origins[key] = "flag"
+    if not values["db"]:
+        origins["db"] = origins["db"] if origins["db"] != "default" else "default (MNEMO_HOME)"
+    return Config(values, origins)
+
+
+def _convert(s: Setting, value: Any, where: str) -> Any:
+    try:
+        return s.kind(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{where}: setting {s.name} = {value!r} is not a valid {s.kind.__name__}") from None

@@ -1,0 +1,89 @@
+"""Numbered schema migrations for the SQLite store.
+
+Migrations only grow: a shipped one is never edited. Each runs inside one transaction together
+with its record in ``schema_migrations`` and the ``user_version`` bump, so a store is always at
+exactly one version. The core issue owns version 1; later features add new numbers.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "memories, events, relations, embeddings, full-text index",
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        CREATE TABLE memories (
+            pk               INTEGER PRIMARY KEY,
+            id               TEXT NOT NULL UNIQUE,
+            content          TEXT NOT NULL,
+            type             TEXT NOT NULL,
+            scope            TEXT NOT NULL,
+            tags             TEXT NOT NULL DEFAULT '[]',
+            importance       REAL NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+            confidence       REAL NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
+            source           TEXT NOT NULL DEFAULT 'manual',
+            source_session   TEXT,
+            created_at       TEXT NOT NULL,
+            updated_at       TEXT NOT NULL,
+            last_accessed_at TEXT,
+            access_count     INTEGER NOT NULL DEFAULT 0,
+            status           TEXT NOT NULL DEFAULT 'active'
+                             CHECK (status IN ('active', 'superseded', 'archived', 'deleted')),
+            superseded_by    TEXT,
+            expires_at       TEXT,
+            content_hash     TEXT NOT NULL,
+            embed_hash       TEXT NOT NULL,
+            metadata         TEXT NOT NULL DEFAULT '{}',
+            seq              INTEGER NOT NULL
+        );
+        CREATE INDEX memories_scope_status_created ON memories (scope, status, created_at);
+        CREATE INDEX memories_status_created ON memories (status, created_at);
+        CREATE INDEX memories_hash ON memories (content_hash, scope);
+        CREATE UNIQUE INDEX memories_seq ON memories (seq);
+
+        -- append-only history of every change (DESIGN.md)
+        CREATE TABLE events (
+            pk        INTEGER PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            kind      TEXT NOT NULL,
+            at        TEXT NOT NULL,
+            cause     TEXT,
+            data      TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX events_memory ON events (memory_id, pk);
+
+        CREATE TABLE relations (
+            src        TEXT NOT NULL,
+            dst        TEXT NOT NULL,
+            kind       TEXT NOT NULL CHECK (kind IN ('related', 'supersedes', 'derived_from', 'cause_effect')),
+            strength   REAL NOT NULL DEFAULT 1.0,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (src, dst, kind)
+        );
+        CREATE INDEX relations_dst ON relations (dst);
+
+        -- derived: vectors keyed by the hash of the text embedded and the embedder identity
+        CREATE TABLE embeddings (
+            model     TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            dim       INTEGER NOT NULL,
+            vector    BLOB NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        ) WITHOUT ROWID;
+
+        -- derived: full-text rows (pre-segmented tokens), rowid = memories.pk
+        CREATE VIRTUAL TABLE memory_fts USING fts5 (
+            tokens,
+            content = '',
+            contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]

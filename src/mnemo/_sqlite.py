@@ -1,0 +1,427 @@
+"""The SQLite store (default): one file, WAL, FTS5 full-text rows and float32 vector blobs.
+
+Uses ``apsw`` built with SQLite3 Multiple Ciphers (``apsw-sqlite3mc``): a current SQLite with
+FTS5 on every platform, extension loading even where the system Python cannot, and encryption
+at rest for the privacy work. apsw is not DB-API: it never opens transactions implicitly, so
+every write here is an explicit ``BEGIN IMMEDIATE`` — taking the write lock up front is what lets
+several processes write at once without "database is locked" (they queue on the busy timeout
+instead of failing on a lock upgrade).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import apsw
+
+from ._migrations import LATEST_VERSION, MIGRATIONS
+from ._models import Memory, format_time, utcnow
+from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreMissingError
+
+#: how long a writer waits for another process's transaction before giving up
+BUSY_TIMEOUT_MS = 60_000
+
+_COLUMNS = (
+    "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
+    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata"
+)
+
+
+@dataclass
+class Filters:
+    """Which memories a query may see. ``scopes=None`` means every scope."""
+
+    scopes: list[str] | None = None
+    types: list[str] | None = None
+    tags: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    statuses: tuple[str, ...] = ("active",)
+
+    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
+        """SQL condition and bindings for these filters over table alias ``alias``."""
+        conds: list[str] = []
+        args: list[Any] = []
+        if self.statuses:
+            conds.append(f"{alias}.status IN ({','.join('?' * len(self.statuses))})")
+            args.extend(self.statuses)
+        if self.scopes is not None:
+            conds.append(f"{alias}.scope IN ({','.join('?' * len(self.scopes))})")
+            args.extend(self.scopes)
+        if self.types:
+            conds.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
+            args.extend(self.types)
+        for tag in self.tags or ():
+            conds.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
+            args.append(tag)
+        if self.since:
+            conds.append(f"{alias}.created_at >= ?")
+            args.append(self.since)
+        if self.until:
+            conds.append(f"{alias}.created_at < ?")
+            args.append(self.until)
+        return (" AND ".join(conds) or "1"), args
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[0],
+        content=row[1],
+        type=row[2],
+        scope=row[3],
+        tags=json.loads(row[4]),
+        importance=row[5],
+        confidence=row[6],
+        source=row[7],
+        source_session=row[8],
+        created_at=row[9],
+        updated_at=row[10],
+        last_accessed_at=row[11],
+        access_count=row[12],
+        status=row[13],
+        superseded_by=row[14],
+        expires_at=row[15],
+        content_hash=row[16],
+        metadata=json.loads(row[17]),
+    )
+
+
+class SQLiteStore:
+    """Memories, history, relations and the derived index in one SQLite file."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True):
+        self.path = Path(path).expanduser()
+        self.url = str(self.path)
+        self._local = threading.local()
+        if not self.path.exists():
+            if not create:
+                raise StoreMissingError(f"no mnemo store at {self.path} (run `mnemo init` to create one)")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store folder {self.path.parent}: {exc.strerror}") from None
+        elif self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a mnemo store file")
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        try:
+            self.conn = apsw.Connection(str(self.path), flags=flags)
+            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
+            self._check_and_migrate()
+            self._configure()
+        except apsw.NotADBError:
+            raise CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged)") from None
+        except apsw.CorruptError:
+            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
+        except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        self._txn_depth = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _configure(self) -> None:
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: keeps FTS posting lists hot
+
+    def _check_and_migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this mnemo understands "
+                f"({LATEST_VERSION}); upgrade mnemo (pip install -U mnemo)"
+            )
+        if version == LATEST_VERSION:
+            return
+        if version == 0:
+            tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            if tables:
+                raise CorruptStoreError(f"{self.path} is an SQLite database but not a mnemo store (it has tables {', '.join(tables[:5])})")
+        else:
+            self._backup(f"v{version}")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            # another process may have migrated while we waited for the lock
+            current = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, name, sql in MIGRATIONS:
+                if number <= current:
+                    continue
+                if number == 1:
+                    self.conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+                self.conn.execute(sql)
+                self.conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (number, name, format_time(utcnow())))
+                self.conn.execute(f"PRAGMA user_version={int(number)}")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _backup(self, label: str) -> Path:
+        """Copy the store beside itself before a migration (SQLite's online backup)."""
+        target = self.path.with_name(f"{self.path.name}.backup-{label}-{utcnow():%Y%m%d%H%M%S}")
+        dest = apsw.Connection(str(target))
+        try:
+            with dest.backup("main", self.conn, "main") as b:
+                b.step()
+        finally:
+            dest.close()
+        return target
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
+            self.conn = None  # type: ignore[assignment]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (nested calls join the outer one)."""
+        if self._txn_depth:
+            self._txn_depth += 1
+            try:
+                yield
+            finally:
+                self._txn_depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._txn_depth = 1
+        try:
+            yield
+        except BaseException:
+            self._txn_depth = 0
+            self.conn.execute("ROLLBACK")
+            raise
+        self._txn_depth = 0
+        self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ meta
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+    # ------------------------------------------------------------ writes (call inside transaction())
+
+    def _next_seq(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM memories").fetchone()[0])
+
+    def insert(self, mem: Memory, *, embed_hash: str, tokens: str, cause: str) -> None:
+        """Insert a memory, its full-text row and its 'created' event."""
+        seq = self._next_seq()
+        self.conn.execute(
+            f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({','.join('?' * 20)})",
+            (
+                mem.id, mem.content, mem.type, mem.scope, json.dumps(mem.tags, ensure_ascii=False),
+                mem.importance, mem.confidence, mem.source, mem.source_session, mem.created_at,
+                mem.updated_at, mem.last_accessed_at, mem.access_count, mem.status, mem.superseded_by,
+                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False), embed_hash, seq,
+            ),
+        )
+        pk = self.conn.last_insert_rowid()
+        self.conn.execute("INSERT INTO memory_fts (rowid, tokens) VALUES (?, ?)", (pk, tokens))
+        self.add_event(mem.id, "created", cause, {"source": mem.source})
+
+    def add_event(self, memory_id: str, kind: str, cause: str | None, data: dict[str, Any] | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO events (memory_id, kind, at, cause, data) VALUES (?, ?, ?, ?, ?)",
+            (memory_id, kind, format_time(utcnow()), cause, json.dumps(data or {}, ensure_ascii=False)),
+        )
+
+    def set_status(self, memory_id: str, status: str, *, superseded_by: str | None = None) -> None:
+        self.conn.execute(
+            "UPDATE memories SET status = ?, superseded_by = ?, updated_at = ?, seq = ? WHERE id = ?",
+            (status, superseded_by, format_time(utcnow()), self._next_seq(), memory_id),
+        )
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, int, bytes]]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+            ((model, h, d, v) for h, d, v in rows),
+        )
+
+    def set_fts(self, pk: int, tokens: str) -> None:
+        self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        self.conn.execute("INSERT INTO memory_fts (rowid, tokens) VALUES (?, ?)", (pk, tokens))
+
+    def touch(self, ids: Sequence[str], at: str) -> None:
+        """Count an access (does not bump ``seq``: the index does not care)."""
+        self.conn.executemany(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
+            ((at, i) for i in ids),
+        )
+
+    def drop_embeddings_except(self, model: str) -> int:
+        n = self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model != ?", (model,)).fetchone()[0]
+        self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
+        return int(n)
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, memory_id: str) -> Memory | None:
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else _row_to_memory(row)
+
+    def get_many_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        if not pks:
+            return {}
+        out: dict[int, Memory] = {}
+        for i in range(0, len(pks), 500):
+            chunk = list(pks[i : i + 500])
+            for row in self.conn.execute(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk IN ({','.join('?' * len(chunk))})", chunk):
+                out[row[0]] = _row_to_memory(row[1:])
+        return out
+
+    def pk_of(self, memory_id: str) -> int | None:
+        row = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            found.update(r[0] for r in self.conn.execute(f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
+    def existing_hashes(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which ``(content_hash, scope)`` pairs already have a memory (any status but deleted)."""
+        found: set[tuple[str, str]] = set()
+        for h, s in pairs:
+            row = self.conn.execute("SELECT 1 FROM memories WHERE content_hash = ? AND scope = ? AND status != 'deleted' LIMIT 1", (h, s)).fetchone()
+            if row:
+                found.add((h, s))
+        return found
+
+    def find_by_hash(self, content_hash: str, scope: str) -> Memory | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE content_hash = ? AND scope = ? AND status = 'active' LIMIT 1",
+            (content_hash, scope),
+        ).fetchone()
+        return None if row is None else _row_to_memory(row)
+
+    def get_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = list(hashes[i : i + 500])
+            for h, v in self.conn.execute(
+                f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({','.join('?' * len(chunk))})",
+                [model, *chunk],
+            ):
+                out[h] = v
+        return out
+
+    def list(self, filters: Filters, *, order: str = "created_at DESC", limit: int | None = None, offset: int = 0) -> list[Memory]:
+        where, args = filters.where()
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.{order}, m.pk DESC"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            args = [*args, limit, offset]
+        return [_row_to_memory(r) for r in self.conn.execute(sql, args)]
+
+    def iter_all(self, statuses: Sequence[str] | None = None) -> Iterator[Memory]:
+        if statuses:
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY pk", list(statuses))
+        else:
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY pk")
+        for row in cur:
+            yield _row_to_memory(row)
+
+    def fts_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` ``(pk, bm25)`` pairs, best first (bm25 made positive: higher is better)."""
+        where, args = filters.where()
+        sql = (
+            "SELECT f.rowid, -bm25(memory_fts) AS s FROM memory_fts f JOIN memories m ON m.pk = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts) LIMIT ?"
+        )
+        try:
+            return [(int(r[0]), float(r[1])) for r in self.conn.execute(sql, [match, *args, limit])]
+        except apsw.SQLError:
+            return []  # a query the FTS5 grammar rejects matches nothing rather than failing
+
+    def max_seq(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0])
+
+    def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
+        """``(pk, seq, scope, type, status, created_epoch, vector|None)`` changed after ``after_seq``."""
+        return self.conn.execute(
+            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), e.vector "
+            "FROM memories m LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = m.embed_hash "
+            "WHERE m.seq > ? ORDER BY m.seq",
+            (model, after_seq),
+        )
+
+    def missing_embeddings(self, model: str, after_pk: int, limit: int) -> list[tuple[int, str, str, str]]:
+        """Memories whose embedded text has no vector for ``model``: ``(pk, id, content, embed_hash)``."""
+        return [
+            (int(r[0]), r[1], r[2], r[3])
+            for r in self.conn.execute(
+                "SELECT m.pk, m.id, m.content, m.embed_hash FROM memories m WHERE m.pk > ? AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = m.embed_hash) ORDER BY m.pk LIMIT ?",
+                (after_pk, model, limit),
+            )
+        ]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return int(self.conn.execute(
+            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = m.embed_hash)",
+            (model,),
+        ).fetchone()[0])
+
+    def fts_rows_after(self, after_pk: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(r[0]), r[1]) for r in self.conn.execute("SELECT pk, content FROM memories WHERE pk > ? ORDER BY pk LIMIT ?", (after_pk, limit))]
+
+    def events(self, memory_id: str) -> list[dict[str, Any]]:
+        return [
+            {"kind": k, "at": at, "cause": c, "data": json.loads(d)}
+            for k, at, c, d in self.conn.execute("SELECT kind, at, cause, data FROM events WHERE memory_id = ? ORDER BY pk", (memory_id,))
+        ]
+
+    def count(self, filters: Filters) -> int:
+        where, args = filters.where()
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", args).fetchone()[0])
+
+    def group_count(self, column: str, filters: Filters) -> dict[str, int]:
+        assert column in ("type", "scope", "status", "source")
+        where, args = filters.where()
+        return {k: int(n) for k, n in self.conn.execute(f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY COUNT(*) DESC", args)}
+
+    def count_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0])
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+
+    def integrity_problems(self) -> list[str]:
+        rows = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows
+
+    def backup_to(self, target: Path) -> None:
+        """Write a consistent copy of the store to ``target``."""
+        tmp = target.with_name(target.name + ".partial")
+        dest = apsw.Connection(str(tmp))
+        try:
+            with dest.backup("main", self.conn, "main") as b:
+                b.step()
+        finally:
+            dest.close()
+        shutil.move(str(tmp), str(target))

@@ -1,0 +1,138 @@
+"""The vector channel: an in-memory float32 matrix kept in step with the store.
+
+Why not an ANN index: an exact scan of 100k × 384 float32 takes ~6 ms with numpy's BLAS on two
+cores, inside the 10 ms budget, with recall 1.0 by construction and no second file to keep
+consistent or encrypted. The matrix is derived data: it is refreshed incrementally from the
+store's change counter (``seq``), so writes by other processes show up on the next query, and
+rebuilt whole when the generation changes (reindex, purge).
+
+Filters that the ranker needs (scope, status, type, time) are columns beside the matrix, so a
+filtered query masks rows before taking the top k instead of post-filtering and losing recall.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+
+
+class VectorIndex:
+    """Rows: one per memory that has a vector for ``model``; columns: the filter fields."""
+
+    def __init__(self, model: str, dim: int):
+        self.model = model
+        self.dim = dim
+        self.generation: str | None = None
+        self.seq = 0
+        self._n = 0
+        self._cap = 0
+        self._matrix = np.zeros((0, dim), np.float32)
+        self._pk = np.zeros(0, np.int64)
+        self._scope = np.zeros(0, np.int32)
+        self._type = np.zeros(0, np.int32)
+        self._status = np.zeros(0, np.int8)
+        self._created = np.zeros(0, np.float64)
+        self._valid = np.zeros(0, bool)
+        self._pos: dict[int, int] = {}
+        self._codes: dict[str, dict[str, int]] = {"scope": {}, "type": {}, "status": {}}
+
+    def __len__(self) -> int:
+        return int(self._valid[: self._n].sum())
+
+    def _code(self, kind: str, value: str) -> int:
+        table = self._codes[kind]
+        if value not in table:
+            table[value] = len(table)
+        return table[value]
+
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, self._cap * 2, 1024)
+
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((cap, *a.shape[1:]), a.dtype)
+            out[: self._n] = a[: self._n]
+            return out
+
+        self._matrix = grown(self._matrix)
+        self._pk, self._scope, self._type = grown(self._pk), grown(self._scope), grown(self._type)
+        self._status, self._created, self._valid = grown(self._status), grown(self._created), grown(self._valid)
+        self._cap = cap
+
+    def apply(self, rows: Iterable[tuple[Any, ...]]) -> int:
+        """Apply ``(pk, seq, scope, type, status, created_epoch, vector|None)`` rows; returns how many."""
+        count = 0
+        for pk, seq, scope, mtype, status, created, blob in rows:
+            count += 1
+            self.seq = max(self.seq, int(seq))
+            pos = self._pos.get(pk)
+            if pos is None:
+                if blob is None:
+                    continue
+                self._grow(self._n + 1)
+                pos = self._n
+                self._n += 1
+                self._pos[pk] = pos
+                self._pk[pos] = pk
+            if blob is None:
+                self._valid[pos] = False
+                continue
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if vec.shape[0] != self.dim:
+                self._valid[pos] = False
+                continue
+            self._matrix[pos] = vec
+            self._scope[pos] = self._code("scope", scope)
+            self._type[pos] = self._code("type", mtype)
+            self._status[pos] = self._code("status", status)
+            self._created[pos] = float(created or 0.0)
+            self._valid[pos] = True
+        return count
+
+    def mask(
+        self,
+        *,
+        scopes: list[str] | None,
+        types: list[str] | None,
+        statuses: tuple[str, ...],
+        since: float | None,
+        until: float | None,
+    ) -> np.ndarray:
+        """Boolean mask of rows that pass the filters (tags are checked later, in SQL)."""
+        n = self._n
+        m = self._valid[:n].copy()
+        for kind, values, column in (("scope", scopes, self._scope), ("type", types, self._type), ("status", list(statuses), self._status)):
+            if values is None or (kind == "type" and not values):
+                continue
+            codes = [self._codes[kind][v] for v in values if v in self._codes[kind]]
+            if not codes:
+                return np.zeros(n, bool)
+            m &= np.isin(column[:n], codes) if len(codes) > 1 else column[:n] == codes[0]
+        if since is not None:
+            m &= self._created[:n] >= since
+        if until is not None:
+            m &= self._created[:n] < until
+        return m
+
+    def search(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` ``(pk, cosine)`` among rows in ``mask``, best first (exact)."""
+        n = self._n
+        if n == 0 or k <= 0:
+            return []
+        scores = self._matrix[:n] @ query.astype(np.float32, copy=False)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        k = min(k, n)
+        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self._pk[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def similarity(self, query: np.ndarray, pks: list[int]) -> dict[int, float]:
+        """Exact cosine of ``query`` with the given memories (those that have a vector)."""
+        pos = [(pk, self._pos[pk]) for pk in pks if pk in self._pos and self._valid[self._pos[pk]]]
+        if not pos:
+            return {}
+        sims = self._matrix[[p for _, p in pos]] @ query.astype(np.float32, copy=False)
+        return {pk: float(s) for (pk, _), s in zip(pos, sims)}

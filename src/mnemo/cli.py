@@ -1,0 +1,367 @@
+"""The ``mnemo`` command: a thin layer over :class:`mnemo.Mnemo`.
+
+Every command parses its options, calls one ``Mnemo`` method and renders the result, as text
+for people or as JSON (``--json``) for scripts and agents. ``OPERATIONS`` maps each command to
+the API operation it runs (DESIGN.md's naming note: ``save`` = remember, ``search`` = recall).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from . import _config, _render
+from .errors import ImportFormatError, MnemoError
+
+#: CLI command → ``Mnemo`` operation (a test checks every operation is reachable)
+OPERATIONS: dict[str, str] = {
+    "init": "stats",
+    "save": "remember",
+    "search": "recall",
+    "recent": "recent",
+    "list": "list",
+    "show": "get",
+    "history": "history",
+    "forget": "forget",
+    "restore": "restore",
+    "stats": "stats",
+    "export": "export",
+    "import": "import_",
+    "reindex": "reindex",
+    "doctor": "doctor",
+}
+
+
+class CLIState:
+    """What every command needs: the JSON switch and a lazily opened store."""
+
+    def __init__(self, as_json: bool, db: str | None, model: str | None, scope: str | None = None):
+        self.as_json = as_json
+        self.overrides = {"db": db, "model": model, "scope": scope}
+        self.config = _config.load(self.overrides)
+
+    def open(self, *, create: bool = False):  # type: ignore[no-untyped-def]
+        from ._core import Mnemo
+
+        c = self.config
+        return Mnemo(
+            c.db,
+            model=c["model"],
+            scope=c["scope"],
+            create=create,
+            half_life_days=c["half_life_days"],
+            min_score=c["min_score"],
+            embed_base_url=c["embed_base_url"] or None,
+            threads=c["embed_threads"] or None,
+        )
+
+    def emit(self, data: Any, text: Callable[[], None]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        else:
+            text()
+
+
+def command(name: str, *, scope_option: bool = False, **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand with the shared ``--db``, ``--model`` and ``--json`` options."""
+
+    def wrap(fn: Callable[..., Any]) -> click.Command:
+        @functools.wraps(fn)
+        def run(*args: Any, db: str | None, model: str | None, as_json: bool, **kw: Any) -> Any:
+            state = CLIState(as_json, db, model, kw.get("scope") if scope_option else None)
+            return fn(state, *args, **kw)
+
+        run = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts and agents.")(run)
+        run = click.option("--model", help="Embedding model: e5, use, openai:<model>.")(run)
+        run = click.option("--db", metavar="PATH", help="Store file (default: MNEMO_DB, config, or the mnemo home).")(run)
+        return main_group.command(name, **kwargs)(run)
+
+    return wrap
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="mnemo", prog_name="mnemo")
+def main_group() -> None:
+    """mnemo — local-first memory for AI assistants.
+
+    Remember preferences, decisions and project context; recall them by meaning or by words,
+    in Chinese and English, from one SQLite file on this machine.
+    """
+
+
+# ---------------------------------------------------------------- commands
+
+@command("init")
+def init_cmd(state: CLIState) -> None:
+    """Create the store (idempotent) and report where it is."""
+    import os
+
+    existed = os.path.exists(state.config.db)
+    with state.open(create=True) as m:
+        info = m.stats()
+    info["created"] = not existed
+    state.emit(info, lambda: _render.init(info))
+
+
+@command("save", scope_option=True)
+@click.argument("text", nargs=-1, required=True)
+@click.option("--type", "mtype", default="note", show_default=True, help="Memory type (user_preference, decision, …).")
+@click.option("--scope", help="Scope: global or project:<name> (default: MNEMO_SCOPE / config / global).")
+@click.option("--tags", help="Comma-separated tags.")
+@click.option("--importance", type=float, default=0.5, show_default=True, help="0..1; how much it matters.")
+@click.option("--confidence", type=float, default=1.0, show_default=True, help="0..1; how sure it is.")
+@click.option("--source", default="manual", show_default=True, help="Where it came from.")
+@click.option("--created-at", help="When it happened (ISO-8601; naive = local time).")
+def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | None, tags: str | None, importance: float,
+             confidence: float, source: str, created_at: str | None) -> None:
+    """Remember TEXT (use - to read it from standard input)."""
+    content: Any = " ".join(text)
+    if content == "-":
+        content = sys.stdin.buffer.read()
+    with state.open(create=True) as m:
+        mem, action = m.remember_many([dict(content=content, type=mtype, scope=scope, tags=tags, importance=importance,
+                                            confidence=confidence, source=source, created_at=created_at)], cause="save")[0]
+    state.emit({"action": action, "memory": mem.to_dict()}, lambda: _render.saved(mem, action))
+
+
+@command("search", scope_option=True)
+@click.argument("query", required=False)
+@click.option("--batch", "batch", type=click.Path(dir_okay=False, allow_dash=True), help="JSONL file of queries (- for stdin); prints JSONL.")
+@click.option("-k", "--top-k", type=int, help="How many results (default 5).")
+@click.option("--min-similarity", type=float, help="Drop hits whose embedding cosine is below this (model-specific).")
+@click.option("--min-score", type=float, help="Relevance floor on the final score (default from config).")
+@click.option("--type", "types", multiple=True, help="Only these types (repeat or comma-separate).")
+@click.option("--scope", help="Scope to search besides global; 'all' searches every scope.")
+@click.option("--tags", help="Only memories with all these tags (comma-separated).")
+@click.option("--since", help="Only memories created at or after this time.")
+@click.option("--until", help="Only memories created before this time.")
+@click.option("--now", help="Treat this time as now (recency and 'last week').")
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "fts"]), default="hybrid", show_default=True, help="Retrieval channels.")
+@click.option("--explain", is_flag=True, help="Show how each score was computed.")
+@click.option("--no-touch", is_flag=True, help="Do not count this search as an access.")
+def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int | None, min_similarity: float | None,
+               min_score: float | None, types: tuple[str, ...], scope: str | None, tags: str | None, since: str | None,
+               until: str | None, now: str | None, mode: str, explain: bool, no_touch: bool) -> None:
+    """Recall the memories relevant to QUERY (hybrid full-text + semantic search)."""
+    type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
+    k = top_k or state.config["top_k"]
+    opts = dict(min_similarity=min_similarity, min_score=min_score, types=type_list, tags=tags, since=since, until=until, mode=mode)
+    if batch:
+        items = _read_batch(batch)
+        with state.open() as m:
+            for row in m.recall_batch(items, top_k=k, scope=scope, now=now, explain=explain, **opts):
+                click.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not query:
+        raise click.UsageError("give a QUERY or --batch FILE")
+    with state.open() as m:
+        hits = m.recall(query, top_k=k, scope=scope, now=now, explain=explain, touch=not no_touch, **opts)
+    state.emit({"query": query, "results": [h.to_dict() for h in hits]}, lambda: _render.hits(hits, explain))
+
+
+def _read_batch(path: str) -> list[dict[str, Any]]:
+    from .errors import InvalidInputError
+
+    raw = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    items, problems = [], []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((n, f"invalid JSON ({exc.msg})"))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
+            problems.append((n, "needs a non-empty \"query\""))
+            continue
+        items.append(item)
+    if problems:
+        raise InvalidInputError("batch file: " + "; ".join(f"line {n}: {msg}" for n, msg in problems[:5]))
+    return items
+
+
+@command("recent", scope_option=True)
+@click.option("--days", type=float, default=7, show_default=True)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--scope", help="Scope besides global; 'all' for every scope.")
+def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> None:
+    """Memories saved in the last few days."""
+    with state.open() as m:
+        mems = m.recent(days=days, limit=limit, scope=scope)
+    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+
+
+@command("list")
+@click.option("--scope", default="all", show_default=True, help="Scope (plus global), or 'all'.")
+@click.option("--type", "types", multiple=True, help="Only these types.")
+@click.option("--tags", help="Only memories with all these tags.")
+@click.option("--since")
+@click.option("--until")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(["active", "superseded", "archived", "deleted"]), help="Statuses to list (default active).")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0)
+def list_cmd(state: CLIState, scope: str, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
+             statuses: tuple[str, ...], limit: int, offset: int) -> None:
+    """List memories, newest first, with filters."""
+    type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
+    with state.open() as m:
+        mems = m.list(scope=scope, types=type_list, tags=tags, since=since, until=until, statuses=statuses or ("active",), limit=limit, offset=offset)
+    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+
+
+@command("show")
+@click.argument("memory_id")
+def show_cmd(state: CLIState, memory_id: str) -> None:
+    """Show one memory with its history."""
+    with state.open() as m:
+        mem = m.get(memory_id)
+        events = m.history(mem.id)
+    state.emit({"memory": mem.to_dict(), "history": events}, lambda: _render.show(mem, events))
+
+
+@command("history")
+@click.argument("memory_id")
+def history_cmd(state: CLIState, memory_id: str) -> None:
+    """Every recorded event of a memory."""
+    with state.open() as m:
+        events = m.history(memory_id)
+    state.emit(events, lambda: _render.events(events))
+
+
+@command("forget")
+@click.argument("memory_id")
+def forget_cmd(state: CLIState, memory_id: str) -> None:
+    """Soft-delete a memory (mnemo restore brings it back)."""
+    with state.open() as m:
+        mem = m.forget(memory_id)
+    state.emit(mem.to_dict(), lambda: _render.line(f"forgot {mem.id} (restore with: mnemo restore {mem.id})"))
+
+
+@command("restore")
+@click.argument("memory_id")
+def restore_cmd(state: CLIState, memory_id: str) -> None:
+    """Bring a forgotten memory back."""
+    with state.open() as m:
+        mem = m.restore(memory_id)
+    state.emit(mem.to_dict(), lambda: _render.line(f"restored {mem.id}"))
+
+
+@command("stats")
+def stats_cmd(state: CLIState) -> None:
+    """Totals, last 7 days, by type and scope, store size, model."""
+    with state.open() as m:
+        info = m.stats()
+    state.emit(info, lambda: _render.stats(info))
+
+
+@command("export")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "jsonl"]), default="json", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File to write (default: standard output).")
+@click.option("--include-deleted", is_flag=True, help="Also export soft-deleted memories.")
+def export_cmd(state: CLIState, fmt: str, output: str | None, include_deleted: bool) -> None:
+    """Export every memory as Markdown, JSON or JSON Lines."""
+    with state.open() as m:
+        if output is None:
+            m.export(fmt, sys.stdout, include_deleted=include_deleted)
+            return
+        n = m.export(fmt, output, include_deleted=include_deleted)
+    state.emit({"exported": n, "output": output, "format": fmt}, lambda: _render.line(f"exported {n} memories to {output}"))
+
+
+@command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--skip-invalid", is_flag=True, help="Import the valid records and report the malformed ones (default: import nothing if any is malformed).")
+def import_cmd(state: CLIState, file: str, skip_invalid: bool) -> None:
+    """Import memories from JSON or JSON Lines (only "content" is required; idempotent)."""
+    with state.open(create=True) as m, _render.progress("importing", enabled=not state.as_json) as tick:
+        report = m.import_(file, skip_invalid=skip_invalid, progress=tick)
+    state.emit(report, lambda: _render.imported(report))
+
+
+@command("reindex")
+@click.option("--no-fts", is_flag=True, help="Only rebuild vectors.")
+def reindex_cmd(state: CLIState, no_fts: bool) -> None:
+    """Rebuild the derived index (full-text rows and vectors) for the configured model; resumable."""
+    with state.open() as m, _render.progress("embedding", enabled=not state.as_json) as tick:
+        report = m.reindex(fts=not no_fts, progress=tick)
+    state.emit(report, lambda: _render.line(
+        f"reindexed with {report['model']}: {report['fts_rows']} full-text rows, {report['embedded']} memories embedded"
+        + (f", {report['dropped_vectors']} vectors of other models dropped" if report["dropped_vectors"] else "")))
+
+
+@command("doctor")
+def doctor_cmd(state: CLIState) -> None:
+    """Check the store, the model and the index; say what is wrong and how to fix it."""
+    with state.open() as m:
+        checks = m.doctor()
+    state.emit({"path": state.config.db, "checks": checks}, lambda: _render.doctor(checks))
+    if any(c["status"] == "fail" for c in checks):
+        sys.exit(1)
+
+
+@command("config")
+def config_cmd(state: CLIState) -> None:
+    """Show the effective settings and where each came from."""
+    c = state.config
+    rows = [{"name": s.name, "value": c.db if s.name == "db" else c[s.name], "origin": c.origins[s.name], "env": s.env, "help": s.help}
+            for s in _config.SETTINGS]
+    state.emit({"config_file": str(_config.config_path()), "home": str(_config.home()), "settings": rows}, lambda: _render.config(rows))
+
+
+@command("demo")
+@click.option("--keep", is_flag=True, help="Keep the demo store and print where it is.")
+def demo_cmd(state: CLIState, keep: bool) -> None:
+    """A guided tour on a throwaway store: save, search (across languages), explain, stats, export."""
+    from ._demo import run_demo
+
+    run_demo(model=state.config["model"], keep=keep, as_json=state.as_json)
+
+
+# ---------------------------------------------------------------- entry point
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: library errors become one clear line and an exit code, never a traceback."""
+    as_json = "--json" in (argv if argv is not None else sys.argv[1:])
+    try:
+        main_group.main(args=argv, prog_name="mnemo", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except MnemoError as exc:
+        _fail(str(exc), type(exc).__name__, exc.exit_code, as_json, getattr(exc, "problems", None) if isinstance(exc, ImportFormatError) else None)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except (BrokenPipeError, click.exceptions.Exit) as exc:
+        sys.exit(getattr(exc, "exit_code", 0))
+    except OSError as exc:
+        _fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if getattr(exc, 'filename', None) else ''}", "OSError", 1, as_json)
+    except Exception as exc:  # e.g. an apsw error from a damaged file: still one line
+        import apsw
+
+        if isinstance(exc, apsw.Error):
+            _fail(f"database error: {exc}", type(exc).__name__, 4, as_json)
+        raise
+
+
+def _fail(message: str, kind: str, code: int, as_json: bool, problems: list[tuple[int, str]] | None = None) -> None:
+    if as_json:
+        payload: dict[str, Any] = {"error": message, "kind": kind}
+        if problems:
+            payload["problems"] = [{"line": ln, "error": msg} for ln, msg in problems]
+        click.echo(json.dumps(payload, ensure_ascii=False))
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

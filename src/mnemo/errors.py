@@ -1,0 +1,89 @@
+"""Errors raised by mnemo.
+
+Every error mnemo raises on purpose derives from :class:`MnemoError`; the CLI turns each into
+one line on stderr and a non-zero exit code, the MCP server into a tool error::
+
+    MnemoError
+     ├── InvalidInputError        bad content, type, importance, time, filter…
+     │    └── ImportFormatError   malformed lines in an import file (with line numbers)
+     ├── NotFoundError            no memory with that id
+     ├── StoreError               the store cannot be used as it is
+     │    ├── StoreMissingError   no store at that path (run `mnemo init`)
+     │    ├── SchemaTooNewError   written by a newer mnemo
+     │    ├── CorruptStoreError   not a mnemo store, or damaged
+     │    └── ModelMismatchError  the index was built with another embedding model
+     └── EmbedderError            the embedding model cannot load or answers wrongly
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MnemoError",
+    "InvalidInputError",
+    "ImportFormatError",
+    "NotFoundError",
+    "StoreError",
+    "StoreMissingError",
+    "SchemaTooNewError",
+    "CorruptStoreError",
+    "ModelMismatchError",
+    "EmbedderError",
+]
+
+
+class MnemoError(Exception):
+    """Base class of every error mnemo raises on purpose."""
+
+    #: process exit code the CLI uses for this kind of error
+    exit_code = 1
+
+
+class InvalidInputError(MnemoError, ValueError):
+    """The caller gave input mnemo cannot accept; nothing was changed."""
+
+    exit_code = 2
+
+
+class ImportFormatError(InvalidInputError):
+    """An import file has malformed records; ``problems`` lists ``(line, message)``."""
+
+    def __init__(self, message: str, problems: list[tuple[int, str]]):
+        super().__init__(message)
+        self.problems = problems
+
+
+class NotFoundError(MnemoError, KeyError):
+    """No memory has the given id."""
+
+    exit_code = 3
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(MnemoError):
+    """The store cannot be opened or used as it is."""
+
+    exit_code = 4
+
+
+class StoreMissingError(StoreError):
+    """There is no store at the given location."""
+
+
+class SchemaTooNewError(StoreError):
+    """The store was written by a newer mnemo with a schema this one does not know."""
+
+
+class CorruptStoreError(StoreError):
+    """The file is not a mnemo store or is damaged."""
+
+
+class ModelMismatchError(StoreError):
+    """The store's vectors come from another embedding model than the one asked for."""
+
+
+class EmbedderError(MnemoError):
+    """The embedding model cannot be loaded or returned unusable vectors."""
+
+    exit_code = 5
