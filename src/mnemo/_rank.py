@@ -1,18 +1,19 @@
 """Fusion and scoring: how recall turns two channels' candidates into one ranked list.
 
-``relevance`` fuses the channels on a calibrated absolute scale (so a relevance floor means the
-same thing for every query):
+``relevance`` fuses the channels on an absolute 0..1 scale (so one relevance floor means the
+same thing for every query and every model):
 
-* dense: ``clip((cosine - baseline - floor) / (ceiling - floor), 0, 1)``, where ``baseline`` is
-  the query's mean cosine with unrelated anchor sentences and floor/ceiling are the model's
-  calibration (``mnemo._embed.Calibration``);
-* lexical: BM25 squashed to 0..1 by ``s / (s + LEX_HALF)``;
-* hybrid: ``DENSE_WEIGHT * dense + (1 - DENSE_WEIGHT) * lexical``.
+* dense: ``soft((cosine - baseline - floor) / scale)``, where ``baseline`` is the query's mean
+  cosine with unrelated anchor sentences and floor/scale are the model's calibration
+  (``mnemo._embed.Calibration``), ``soft(x) = x / (1 + x)``;
+* lexical: ``soft(bm25 / sqrt(query terms))`` — BM25 grows with the number of query terms, so
+  long queries (a pasted conversation) would otherwise saturate it;
+* hybrid: ``w * dense + (1 - w) * lexical`` with the model's ``dense_weight`` w.
 
 ``score`` multiplies relevance by bounded factors, each shown by ``--explain``: importance,
 confidence, recency (exponential decay with a half-life, relative to ``now``), access count, and
 a boost when the memory falls inside a time the query names ("上周", "last week", "in May").
-The factors can reorder close calls but cannot lift an irrelevant memory over the floor.
+The factors can reorder close calls but cannot lift an irrelevant memory far over the floor.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ from datetime import datetime
 from ._embed import Calibration
 from ._models import Hit, Memory, parse_time
 
-DENSE_WEIGHT = 0.7
-#: BM25 at which lexical relevance is 0.5 (FTS5 scores of a one-rare-term match are ~3-8)
-LEX_HALF = 6.0
 #: default relevance floor on ``score``: below it a memory is noise, not memory
 DEFAULT_MIN_SCORE = 0.12
 TIME_BOOST = 1.3
@@ -40,18 +38,22 @@ class Weights:
     min_score: float = DEFAULT_MIN_SCORE
 
 
+def _soft(x: float) -> float:
+    return 0.0 if x <= 0 else x / (1.0 + x)
+
+
 def dense_relevance(cos: float | None, baseline: float, cal: Calibration) -> float:
     """The dense channel's 0..1 relevance of a cosine, given the query's anchor baseline."""
     if cos is None:
         return 0.0
-    return min(1.0, max(0.0, (cos - baseline - cal.floor) / (cal.ceiling - cal.floor)))
+    return _soft((cos - baseline - cal.floor) / cal.scale)
 
 
-def lexical_relevance(bm25: float | None) -> float:
-    """The lexical channel's 0..1 relevance of a (positive) BM25 score."""
+def lexical_relevance(bm25: float | None, n_terms: int) -> float:
+    """The lexical channel's 0..1 relevance of a (positive) BM25 score for an n-term query."""
     if not bm25 or bm25 <= 0:
         return 0.0
-    return bm25 / (bm25 + LEX_HALF)
+    return _soft(bm25 / math.sqrt(max(n_terms, 1)))
 
 
 def score_candidates(
@@ -62,6 +64,7 @@ def score_candidates(
     mode: str,
     calibration: Calibration,
     baseline: float,
+    n_terms: int,
     now: datetime,
     weights: Weights,
     window: tuple[float, float] | None,
@@ -75,13 +78,14 @@ def score_candidates(
         cos = cosines.get(pk)
         lex = bm25.get(pk, 0.0)
         d_rel = dense_relevance(cos, baseline, calibration)
-        l_rel = lexical_relevance(lex)
+        l_rel = lexical_relevance(lex, n_terms)
         if mode == "vector":
             relevance = d_rel
         elif mode == "fts":
             relevance = l_rel
         else:
-            relevance = DENSE_WEIGHT * d_rel + (1.0 - DENSE_WEIGHT) * l_rel
+            w = calibration.dense_weight
+            relevance = w * d_rel + (1.0 - w) * l_rel
         created = parse_time(mem.created_at).timestamp()
         last_use = max(created, parse_time(mem.last_accessed_at).timestamp() if mem.last_accessed_at else created)
         age = max(0.0, now_ts - last_use)

@@ -116,7 +116,7 @@ def index_tokens(text: str) -> str:
     return " ".join(_split(normalize(text), search_mode=True))
 
 
-def query_terms(text: str, *, max_terms: int = 16) -> tuple[list[str], list[str]]:
+def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]]:
     """Search terms and multi-word phrases for a query, stop words removed, order kept.
 
     Returns ``(terms, phrases)``; each is already normalised. Only the first ``max_terms``

@@ -1,0 +1,577 @@
+"""mnemo's speed benchmark: import throughput, search latency at 1k/10k/100k, vector recall, cold CLI.
+
+    python bench/speed.py [--quick] [--sizes 1000,10000,100000] [--json OUT] [--profile]
+
+Run on a shared, noisy machine, so every figure is a median over rounds, and each section
+measures a baseline in the same run (the raw embedding engine, exact numpy search, a bare
+``python``) and reports the ratio to it. What is measured (targets in brackets):
+
+1. Import throughput (memories/s) through ``Mnemo.import_`` into a fresh store, real LoCoMo
+   turns, for e5 [≥100/s] and USE [≥1000/s]; beside it the engine alone (``embed_passages`` on
+   the same texts, same batches), so the report can say whether the engine is the limit.
+2. Search latency p50/p95 in-process, with natural-language questions (LoCoMo dev questions
+   plus Chinese ones): (a) retrieval + ranking of a hybrid recall given the query vector
+   [p50 ≤ 10 ms at 100k], (b) the e5 query embedding alone, (c) each channel alone (recall in
+   ``vector`` and ``fts`` mode, and the bare index scan / FTS SQL beneath them).
+3. The vector channel's recall@10 against exact float64 numpy search over the same vectors
+   read independently from the store [≥ 0.99], and exact numpy brute force (``M @ q`` +
+   argpartition) as the latency baseline.
+4. Cold ``python -m mnemo search`` wall time at 10k [≤ 0.5 s], beside ``python -c pass`` and
+   ``python -c "import numpy"``, and a stage breakdown of the cold path.
+
+Stores of 10k/100k memories are synthetic but realistic (see ``bench/_corpus.py``) and cached
+under ``bench/.cache/``; the first run embeds ~1.6k real texts with e5 once (~1 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _corpus  # noqa: E402
+
+TARGETS = {
+    "import_e5_per_s": 100.0,
+    "import_use_per_s": 1000.0,
+    "hybrid_p50_ms_100k": 10.0,
+    "vector_recall_at_10": 0.99,
+    "cold_cli_s_10k": 0.5,
+}
+K_CAND = 100  # mnemo._core.CANDIDATES: what each channel contributes before fusion
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- statistics
+
+def ms(x: float) -> float:
+    return round(x * 1000.0, 3)
+
+
+def dist(rounds: list[list[float]]) -> dict[str, Any]:
+    """Per-round p50/p95 and their medians over rounds (seconds in, ms out)."""
+    p50s = [float(np.percentile(r, 50)) for r in rounds if r]
+    p95s = [float(np.percentile(r, 95)) for r in rounds if r]
+    allv = [x for r in rounds for x in r]
+    return {
+        "p50_ms": ms(statistics.median(p50s)),
+        "p95_ms": ms(statistics.median(p95s)),
+        "p50_ms_rounds": [ms(x) for x in p50s],
+        "mean_ms": ms(float(np.mean(allv))),
+        "max_ms": ms(max(allv)),
+        "n": len(allv),
+        "rounds": len(rounds),
+    }
+
+
+def fmt_row(label: str, d: dict[str, Any], base: float | None = None) -> str:
+    spread = "/".join(f"{x:.2f}" for x in d["p50_ms_rounds"])
+    ratio = f"{d['p50_ms'] / base:6.1f}x" if base else "       "
+    return f"    {label:<38} p50 {d['p50_ms']:8.2f} ms  p95 {d['p95_ms']:8.2f} ms  {ratio}  (p50 per round: {spread})"
+
+
+@contextmanager
+def quiet_gc():
+    gc.collect()
+    yield
+
+
+# ---------------------------------------------------------------- 1. import
+
+def bench_import(quick: bool, tmp: Path) -> dict[str, Any]:
+    from mnemo import Mnemo
+    from mnemo._embed import make_embedder
+    from mnemo._maintenance import IMPORT_BATCH
+
+    seen: set[str] = set()
+    turns = []
+    for content, created in _corpus.locomo_turns():
+        if content not in seen:
+            seen.add(content)
+            turns.append((content, created))
+    plan = {"e5": (120 if quick else 300, 2 if quick else 3), "use": (len(turns), 2 if quick else 3)}
+    out: dict[str, Any] = {}
+    for model, (n, reps) in plan.items():
+        t0 = time.perf_counter()
+        emb = make_embedder(model)
+        emb.embed_passages(["warm up the engine"])
+        load_s = time.perf_counter() - t0
+        texts = [c for c, _ in turns[:n]]
+        records = [{"content": c, "created_at": d.strftime("%Y-%m-%dT%H:%M:%SZ"), "scope": "project:a"} for c, d in turns[:n]]
+        engine_s: list[float] = []
+        import_s: list[float] = []
+        for r in range(reps):
+            for step in (("engine", "import") if r % 2 == 0 else ("import", "engine")):
+                with quiet_gc():
+                    if step == "engine":
+                        t = time.perf_counter()
+                        for i in range(0, n, IMPORT_BATCH):
+                            emb.embed_passages(texts[i : i + IMPORT_BATCH])
+                        engine_s.append(time.perf_counter() - t)
+                    else:
+                        m = Mnemo(tmp / f"import-{model}-{r}.db", embedder=emb)
+                        t = time.perf_counter()
+                        res = m.import_(records)
+                        import_s.append(time.perf_counter() - t)
+                        m.close()
+                        assert res["imported"] == n, res
+            log(f"import {model}: round {r + 1}/{reps}: engine {n / engine_s[-1]:.0f}/s, import {n / import_s[-1]:.0f}/s")
+        eng = statistics.median(engine_s)
+        imp = statistics.median(import_s)
+        out[model] = {
+            "texts": n,
+            "mean_chars": round(statistics.mean(len(t) for t in texts), 1),
+            "reps": reps,
+            "model_load_s": round(load_s, 3),
+            "engine_per_s": round(n / eng, 1),
+            "import_per_s": round(n / imp, 1),
+            "engine_per_s_rounds": [round(n / x, 1) for x in engine_s],
+            "import_per_s_rounds": [round(n / x, 1) for x in import_s],
+            "import_over_engine_time": round(imp / eng, 3),
+            "non_embedding_ms_per_memory": round((imp - eng) / n * 1000, 3),
+        }
+        del emb
+        gc.collect()
+    return out
+
+
+# ---------------------------------------------------------------- 2/3. search
+
+def embed_queries(emb: Any, qs: list[str], rounds: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """Embed each query alone (the real single-query path), timed; returns the vectors."""
+    emb.embed_queries(["warm up"])
+    per_round: list[list[float]] = []
+    vecs: list[np.ndarray] = []
+    for r in range(rounds):
+        times = []
+        with quiet_gc():
+            for q in qs:
+                t = time.perf_counter()
+                v = emb.embed_queries([q])
+                times.append(time.perf_counter() - t)
+                if r == 0:
+                    vecs.append(v[0])
+        per_round.append(times)
+        log(f"query embedding: round {r + 1}/{rounds}: p50 {ms(float(np.median(times))):.1f} ms")
+    d = dist(per_round)
+    zh = [i for i, q in enumerate(qs) if _corpus.ZH_QUERIES.count(q)]
+    d["zh_p50_ms"] = ms(float(np.median([per_round[0][i] for i in zh]))) if zh else None
+    d["mean_query_chars"] = round(statistics.mean(len(q) for q in qs), 1)
+    return np.vstack(vecs).astype(np.float32), d
+
+
+def exact_matrix(m: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every active memory's (pk, scope, vector) read straight from SQL, not from the index."""
+    rows = m.store.conn.execute(
+        "SELECT m.pk, m.scope, e.vector FROM memories m JOIN embeddings e ON e.model = ? AND e.text_hash = m.embed_hash "
+        "WHERE m.status = 'active' ORDER BY m.pk",
+        (m.embedder.name,),
+    ).fetchall()
+    pks = np.array([r[0] for r in rows], np.int64)
+    scopes = np.array([r[1] for r in rows])
+    mat = np.vstack([np.frombuffer(r[2], np.float32) for r in rows])
+    return pks, scopes, np.ascontiguousarray(mat)
+
+
+def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, tmp: Path, profile: bool) -> dict[str, Any]:
+    from mnemo import Mnemo, _text
+
+    cached = _corpus.build_store(n, log)
+    path = tmp / f"search-{n}.db"
+    path.write_bytes(cached.read_bytes())
+    m = Mnemo(path, embedder=emb, scope=_corpus.QUERY_SCOPE)
+    t = time.perf_counter()
+    idx = m._fresh_index()
+    index_load_s = time.perf_counter() - t
+    m._anchors()
+    filters = m._filters(scope=_corpus.QUERY_SCOPE, types=None, tags=None, since=None, until=None)
+
+    def mask() -> np.ndarray:
+        return idx.mask(scopes=filters.scopes, types=None, statuses=filters.statuses, since=None, until=None)
+
+    visible = float(mask().sum()) / len(idx)
+    pks, scopes, M = exact_matrix(m)
+    assert len(pks) == n and len(idx) == n, (len(pks), len(idx), n)
+    matches = []
+    for q in qs:
+        terms, phrases = _text.query_terms(q)
+        matches.append(_text.fts_match_expression(terms, phrases))
+
+    # -- 3. recall@10 of the vector channel vs exact float64 search over the same vectors
+    vis = np.isin(scopes, filters.scopes)
+    M64 = M.astype(np.float64)
+    recalls = []
+    for v in qvecs:
+        got = [pk for pk, _ in idx.search(v, 10, mask())]
+        s = M64 @ v.astype(np.float64)
+        s[~vis] = -np.inf
+        exact = pks[np.argsort(-s, kind="stable")[:10]]
+        recalls.append(len(set(got) & set(exact.tolist())) / 10.0)
+    del M64
+
+    # -- 2. latency
+    def brute(v: np.ndarray) -> None:
+        s = M @ v
+        top = np.argpartition(-s, K_CAND)[:K_CAND]
+        top[np.argsort(-s[top])]
+
+    ops: dict[str, Callable[[int], Any]] = {
+        "hybrid": lambda i: m.recall(qs[i], top_k=10, mode="hybrid", touch=False, _qvec=qvecs[i]),
+        "vector": lambda i: m.recall(qs[i], top_k=10, mode="vector", touch=False, _qvec=qvecs[i]),
+        "fts": lambda i: m.recall(qs[i], top_k=10, mode="fts", touch=False),
+        "index_scan": lambda i: idx.search(qvecs[i], K_CAND, mask()),
+        "fts_sql": lambda i: m.store.fts_search(matches[i], filters, K_CAND) if matches[i] else None,
+        "numpy_exact": lambda i: brute(qvecs[i]),
+    }
+    names = list(ops)
+    for i in range(min(10, len(qs))):  # warm-up
+        for name in names:
+            ops[name](i)
+    samples: dict[str, list[list[float]]] = {name: [] for name in names}
+    for r in range(rounds):
+        cur = {name: [] for name in names}
+        with quiet_gc():
+            for i in range(len(qs)):
+                k = (i + r) % len(names)
+                for name in names[k:] + names[:k]:  # rotate the order: no op always runs first
+                    t = time.perf_counter()
+                    ops[name](i)
+                    cur[name].append(time.perf_counter() - t)
+        for name in names:
+            samples[name].append(cur[name])
+        log(f"{n:,}: round {r + 1}/{rounds}: hybrid p50 {ms(float(np.median(cur['hybrid']))):.2f} ms, "
+            f"numpy exact {ms(float(np.median(cur['numpy_exact']))):.2f} ms")
+    lat = {name: dist(samples[name]) for name in names}
+
+    # FTS anatomy: how many rows each query's OR expression matches
+    fts_rows = []
+    for mt in matches:
+        fts_rows.append(0 if not mt else m.store.conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (mt,)).fetchone()[0])
+    hits = [len(ops["hybrid"](i)) for i in range(len(qs))]
+
+    out: dict[str, Any] = {
+        "memories": n,
+        "visible_share": round(visible, 3),
+        "index_load_s": round(index_load_s, 3),
+        "store_mib": round(cached.stat().st_size / 2**20, 1),
+        "latency": lat,
+        "hybrid_over_numpy_exact": round(lat["hybrid"]["p50_ms"] / lat["numpy_exact"]["p50_ms"], 2),
+        "index_scan_over_numpy_exact": round(lat["index_scan"]["p50_ms"] / lat["numpy_exact"]["p50_ms"], 2),
+        "vector_recall_at_10": {"mean": round(float(np.mean(recalls)), 4), "min": float(min(recalls)), "queries": len(recalls)},
+        "fts_matching_rows": {"p50": int(np.median(fts_rows)), "p95": int(np.percentile(fts_rows, 95)), "max": int(max(fts_rows)),
+                              "share_p50": round(float(np.median(fts_rows)) / n, 3)},
+        "hybrid_hits_returned_p50": int(np.median(hits)),
+    }
+    out["stages"] = stage_breakdown(m, idx, qs, qvecs)
+    e2e_n = min(len(qs), 40)
+    e2e = []
+    with quiet_gc():
+        for i in range(e2e_n):  # the whole in-process query path, embedding included
+            t = time.perf_counter()
+            m.recall(qs[i], top_k=10, mode="hybrid", touch=False)
+            e2e.append(time.perf_counter() - t)
+    out["hybrid_with_query_embedding"] = dist([e2e])
+    if profile:
+        out["cprofile"] = cprofile_hybrid(m, qs, qvecs)
+    m.close()
+    path.unlink()
+    return out
+
+
+def stage_breakdown(m: Any, idx: Any, qs: list[str], qvecs: np.ndarray) -> dict[str, Any]:
+    """Wall time per stage of a hybrid recall, by wrapping the functions recall really calls."""
+    import mnemo._core as core
+    from mnemo import _text
+
+    acc: dict[str, float] = {}
+    patched: list[tuple[Any, str, Any, bool]] = []
+
+    def wrap(obj: Any, attr: str, label: str) -> None:
+        orig = getattr(obj, attr)
+        had = attr in vars(obj)
+
+        def timed(*a: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return orig(*a, **kw)
+            finally:
+                acc[label] = acc.get(label, 0.0) + time.perf_counter() - t
+
+        setattr(obj, attr, timed)
+        patched.append((obj, attr, orig, had))
+
+    wrap(m, "_filters", "filters (validation)")
+    wrap(m, "_check_model", "model identity check (meta read)")
+    wrap(m, "_fresh_index", "index freshness check (max(seq), meta)")
+    wrap(m, "_anchors", "anchor baseline")
+    wrap(idx, "mask", "vector: scope mask")
+    wrap(idx, "search", "vector: scan + top-k")
+    wrap(idx, "similarity", "vector: cosines of FTS-only hits")
+    wrap(_text, "query_terms", "fts: query terms (tokenise)")
+    wrap(m.store, "fts_search", "fts: SQL (MATCH + bm25 + join)")
+    wrap(m.store, "get_many_by_pk", "fetch memories (SQL + rows -> Memory)")
+    wrap(core, "score_candidates", "score candidates")
+    wrap(core, "_time_window", "time-window parse")
+    total = 0.0
+    try:
+        with quiet_gc():
+            for i, q in enumerate(qs):
+                t = time.perf_counter()
+                m.recall(q, top_k=10, mode="hybrid", touch=False, _qvec=qvecs[i])
+                total += time.perf_counter() - t
+    finally:
+        for obj, attr, orig, had in reversed(patched):
+            if had:
+                setattr(obj, attr, orig)
+            else:
+                delattr(obj, attr)
+    nq = len(qs)
+    stages = {k: round(v / nq * 1000, 3) for k, v in sorted(acc.items(), key=lambda kv: -kv[1])}
+    stages["other (recall body: dicts, filtering, sorting)"] = round((total - sum(acc.values())) / nq * 1000, 3)
+    return {"mean_ms_per_query": stages, "total_mean_ms": round(total / nq * 1000, 3)}
+
+
+def cprofile_hybrid(m: Any, qs: list[str], qvecs: np.ndarray) -> str:
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for i, q in enumerate(qs):
+        m.recall(q, top_k=10, mode="hybrid", touch=False, _qvec=qvecs[i])
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(22)
+    return buf.getvalue()
+
+
+# ---------------------------------------------------------------- 4. cold CLI
+
+_COLD_STAGES = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from mnemo import cli  # what `python -m mnemo` imports
+t1 = time.perf_counter()
+from mnemo._core import Mnemo
+m = Mnemo(sys.argv[1], model="e5", scope=sys.argv[3], create=False)
+t2 = time.perf_counter()
+idx = m._fresh_index()
+t3 = time.perf_counter()
+m.embedder._get()
+t4 = time.perf_counter()
+v = m._embed([sys.argv[2]], query=True)[0]
+t5 = time.perf_counter()
+m.recall(sys.argv[2], top_k=5, touch=False, _qvec=v)
+t6 = time.perf_counter()
+print(json.dumps({"import mnemo.cli (numpy, click, ...)": t1 - t0, "open store": t2 - t1, "load vector index": t3 - t2,
+                  "load e5 engine": t4 - t3, "embed query": t5 - t4, "recall (retrieval + ranking)": t6 - t5}))
+"""
+
+
+def bench_cli(n: int, qs: list[str], runs: int, tmp: Path, breakdown_runs: int) -> dict[str, Any]:
+    cached = _corpus.build_store(n, log)
+    path = tmp / f"cli-{n}.db"
+    path.write_bytes(cached.read_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(tmp / "home")
+    py = sys.executable
+    cmds = {
+        "python -c pass": [py, "-c", "pass"],
+        "python -c 'import numpy'": [py, "-c", "import numpy"],
+        "mnemo search (cold)": None,
+    }
+    picks = [qs[(7 * i) % len(qs)] for i in range(runs + 1)]
+
+    def cmd_for(name: str, i: int) -> list[str]:
+        c = cmds[name]
+        if c is not None:
+            return c
+        return [py, "-m", "mnemo", "search", picks[i], "--db", str(path), "--model", "e5", "--no-touch", "--scope", _corpus.QUERY_SCOPE]
+
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for i in range(runs + 1):  # run 0 warms the page cache and is not counted
+        for name in cmds:
+            t = time.perf_counter()
+            res = subprocess.run(cmd_for(name, i), env=env, capture_output=True, text=True)
+            dt = time.perf_counter() - t
+            if res.returncode != 0:
+                raise RuntimeError(f"{name} failed: {res.stderr[-2000:]}")
+            if i:
+                times[name].append(dt)
+    out: dict[str, Any] = {"memories": n, "runs": runs}
+    for name, ts in times.items():
+        out[name] = {"median_s": round(statistics.median(ts), 3), "runs_s": [round(x, 3) for x in ts]}
+    base = out["python -c 'import numpy'"]["median_s"]
+    out["cli_minus_numpy_import_s"] = round(out["mnemo search (cold)"]["median_s"] - base, 3)
+    stages: list[dict[str, float]] = []
+    for i in range(breakdown_runs):
+        res = subprocess.run([py, "-c", _COLD_STAGES, str(path), picks[i], _corpus.QUERY_SCOPE], env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"cold breakdown failed: {res.stderr[-2000:]}")
+        stages.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    out["cold_stages_median_s"] = {k: round(statistics.median(s[k] for s in stages), 3) for k in stages[0]}
+    path.unlink()
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+def render(res: dict[str, Any]) -> str:
+    L: list[str] = []
+    env = res["environment"]
+    L.append("mnemo speed benchmark")
+    L.append(f"  {env['when']}  ·  {env['cpus']} CPUs ({env['machine']})  ·  Python {env['python']}  ·  numpy {env['numpy']}  ·  SQLite {env['sqlite']}")
+    L.append(f"  e5 = {env['e5']}  ·  mode: {'quick' if res['quick'] else 'full'}  ·  git {env['git']}")
+    L.append("  every figure is a median over rounds; ratios are against a baseline measured in this run")
+    L.append("")
+    imp = res.get("import")
+    if imp:
+        L.append("1. Import throughput (Mnemo.import_ into a fresh store, real LoCoMo turns, warm engine)")
+        for model, d in imp.items():
+            tgt = TARGETS[f"import_{model}_per_s"]
+            L.append(f"    {model:<4} {d['texts']:>5} texts (~{d['mean_chars']:.0f} chars): import {d['import_per_s']:8.1f}/s   "
+                     f"engine alone {d['engine_per_s']:8.1f}/s   import time = {d['import_over_engine_time']:.2f}x engine time   "
+                     f"[target ≥ {tgt:.0f}/s: {'met' if d['import_per_s'] >= tgt else 'MISSED'}]")
+            L.append(f"         rounds: import {d['import_per_s_rounds']}  engine {d['engine_per_s_rounds']}; "
+                     f"non-embedding work {d['non_embedding_ms_per_memory']:.2f} ms/memory; model load {d['model_load_s']:.2f} s (not counted)")
+            if d["engine_per_s"] < tgt:
+                L.append(f"         the engine alone embeds {d['engine_per_s']:.0f}/s < {tgt:.0f}/s: the target cannot be met by the store code;"
+                         f" at most {100 * (1 - 1 / d['import_over_engine_time']):.0f}% of import time is outside the engine")
+        L.append("")
+    qe = res.get("query_embedding")
+    if qe:
+        L.append(f"2b. Query embedding alone (e5, one query per call, {qe['n'] // qe['rounds']} questions, ~{qe['mean_query_chars']:.0f} chars)")
+        L.append(fmt_row("e5 embed_queries([q])", qe) + (f"  Chinese p50 {qe['zh_p50_ms']:.2f} ms" if qe.get("zh_p50_ms") else ""))
+        L.append("")
+    for n, d in res.get("search", {}).items():
+        lat = d["latency"]
+        base = lat["numpy_exact"]["p50_ms"]
+        L.append(f"2. Search at {int(n):,} memories (scope {_corpus.QUERY_SCOPE} + global = {100 * d['visible_share']:.0f}% of rows; "
+                 f"index load {d['index_load_s']:.2f} s; store {d['store_mib']:.0f} MiB)")
+        L.append(f"    {'':<38} {'':>21} {'':>16}  ratio to numpy exact")
+        L.append(fmt_row("(a) hybrid recall, query vector given", lat["hybrid"], base))
+        L.append(fmt_row("(c) vector-only recall", lat["vector"], base))
+        L.append(fmt_row("(c) fts-only recall", lat["fts"], base))
+        L.append(fmt_row("    index scan: mask + M@q + top-100", lat["index_scan"], base))
+        L.append(fmt_row("    FTS SQL: MATCH + bm25 + join, top-100", lat["fts_sql"], base))
+        L.append(fmt_row("    baseline: numpy exact M@q + argpartition", lat["numpy_exact"], base))
+        L.append(fmt_row("hybrid recall incl. e5 query embedding", d["hybrid_with_query_embedding"]))
+        fr = d["fts_matching_rows"]
+        L.append(f"    FTS rows matched per query: p50 {fr['p50']:,} ({100 * fr['share_p50']:.1f}% of the store), p95 {fr['p95']:,}, max {fr['max']:,}")
+        vr = d["vector_recall_at_10"]
+        L.append(f"3. vector recall@10 vs exact float64 search: mean {vr['mean']:.4f}, min {vr['min']:.2f} over {vr['queries']} queries "
+                 f"[target ≥ {TARGETS['vector_recall_at_10']}: {'met' if vr['mean'] >= TARGETS['vector_recall_at_10'] else 'MISSED'}]")
+        st = d["stages"]
+        L.append(f"    where a hybrid recall's time goes (mean per query, total {st['total_mean_ms']:.2f} ms, instrumented):")
+        for k, v in st["mean_ms_per_query"].items():
+            L.append(f"      {v:8.3f} ms  {100 * v / st['total_mean_ms']:5.1f}%  {k}")
+        if int(n) == 100_000:
+            ok = lat["hybrid"]["p50_ms"] <= TARGETS["hybrid_p50_ms_100k"]
+            L.append(f"    [target hybrid p50 ≤ {TARGETS['hybrid_p50_ms_100k']:.0f} ms at 100k: {'met' if ok else 'MISSED'}]")
+        if d.get("cprofile"):
+            L.append("    cProfile (hybrid, query vector given), top by own time:")
+            L.extend("      " + line for line in d["cprofile"].splitlines() if line.strip())
+        L.append("")
+    for n, d in res.get("cli", {}).items():
+        c = d["mnemo search (cold)"]["median_s"]
+        L.append(f"4. Cold CLI at {int(n):,} memories (median of {d['runs']} runs after one warm-up)")
+        for name in ("python -c pass", "python -c 'import numpy'", "mnemo search (cold)"):
+            x = d[name]
+            L.append(f"    {name:<28} {x['median_s']:6.3f} s   runs {x['runs_s']}")
+        L.append(f"    mnemo search minus the numpy-import baseline: {d['cli_minus_numpy_import_s']:.3f} s")
+        L.append("    cold path by stage (in a fresh interpreter, median):")
+        for k, v in d["cold_stages_median_s"].items():
+            L.append(f"      {v:6.3f} s  {k}")
+        if int(n) == 10_000:
+            L.append(f"    [target ≤ {TARGETS['cold_cli_s_10k']} s at 10k: {'met' if c <= TARGETS['cold_cli_s_10k'] else 'MISSED'}]")
+        L.append("")
+    L.append(f"total benchmark time: {res['elapsed_s']:.0f} s")
+    return "\n".join(L)
+
+
+def environment() -> dict[str, Any]:
+    import apsw
+
+    try:
+        git = subprocess.run(["git", "-C", str(HERE), "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        git = "?"
+    return {
+        "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": apsw.sqlite_lib_version(),
+        "e5": _corpus.e5_name(),
+        "git": git or "?",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1k and 10k only, fewer repetitions (~3 min)")
+    ap.add_argument("--sizes", help="comma-separated store sizes (default 1000,10000,100000; quick: 1000,10000)")
+    ap.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    ap.add_argument("--profile", action="store_true", help="add a cProfile of hybrid recall at each size")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip: import,search,cli")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in (args.sizes or ("1000,10000" if args.quick else "1000,10000,100000")).split(",") if s.strip()]
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    start = time.perf_counter()
+    res: dict[str, Any] = {"quick": args.quick, "sizes": sizes, "targets": TARGETS, "environment": environment()}
+    qs_all = _corpus.queries()
+    qs = qs_all[:100] if args.quick else qs_all
+    rounds = 2 if args.quick else 3
+    with tempfile.TemporaryDirectory(prefix="mnemo-speed-") as td:
+        tmp = Path(td)
+        if "search" not in skip or "cli" not in skip:
+            for n in sizes:  # build (or find) the cached stores first, so the timings below are not interleaved with it
+                _corpus.build_store(n, log)
+        if "import" not in skip:
+            res["import"] = bench_import(args.quick, tmp)
+        if "search" not in skip:
+            from mnemo._embed import E5Embedder
+
+            emb = E5Embedder()
+            qvecs, res["query_embedding"] = embed_queries(emb, qs, 2)
+            res["search"] = {}
+            for n in sizes:
+                res["search"][str(n)] = bench_size(n, emb, qs, qvecs, rounds, tmp, args.profile)
+            del emb
+        if "cli" not in skip:
+            res["cli"] = {}
+            cli_sizes = [n for n in sizes if n == 10_000] or sizes[-1:]
+            cli_sizes += [n for n in sizes if n == 100_000]
+            for n in cli_sizes:
+                res["cli"][str(n)] = bench_cli(n, qs, 5 if n <= 10_000 else 3, tmp, 3)
+    res["elapsed_s"] = round(time.perf_counter() - start, 1)
+    print(render(res))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(res, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

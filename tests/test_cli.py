@@ -1,0 +1,499 @@
+"""The ``mnemo`` command: every command with and without ``--json``, run in-process (one real subprocess test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from conftest import FAKE_MODEL
+
+from mnemo import Mnemo
+from mnemo.cli import OPERATIONS, main_group
+
+API_OPERATIONS = {"remember", "recall", "forget", "restore", "recent", "list", "get", "history", "stats", "export", "import_", "reindex", "doctor"}
+
+
+def save(cli, *args: str) -> dict:
+    r = cli("save", *args, "--json")
+    assert r.code == 0, r.err
+    return r.json()["memory"]
+
+
+# ---------------------------------------------------------------- the command table
+
+
+def test_every_api_operation_is_reachable_from_the_cli() -> None:
+    assert API_OPERATIONS <= set(OPERATIONS.values())
+    for op in OPERATIONS.values():
+        assert callable(getattr(Mnemo, op)), op
+
+
+def test_operations_table_names_real_commands() -> None:
+    assert set(OPERATIONS) <= set(main_group.commands)
+
+
+def test_every_command_has_help_text(cli) -> None:
+    assert {"init", "save", "search", "recent", "list", "show", "history", "forget", "restore", "stats", "export",
+            "import", "reindex", "doctor", "config", "demo"} <= set(main_group.commands)
+    for name, cmd in main_group.commands.items():
+        assert cmd.help and cmd.help.strip(), name
+        r = cli(name, "--help")
+        assert r.code == 0, (name, r.err)
+        assert cmd.help.strip().splitlines()[0].split()[0] in r.out, name
+        assert "--json" in r.out, name
+    top = cli("--help")
+    assert top.code == 0
+    for name in main_group.commands:
+        assert name in top.out
+
+
+def test_version(cli) -> None:
+    r = cli("--version")
+    assert r.code == 0 and "0.1.0" in r.out
+
+
+# ---------------------------------------------------------------- init / save
+
+
+def test_init(cli, mnemo_home: Path) -> None:
+    r = cli("init")
+    assert r.code == 0, r.err
+    db = mnemo_home / "memory.db"
+    assert db.exists()
+    assert "created store" in r.out and str(db) in r.out
+    again = cli("init", "--json")
+    assert again.code == 0
+    info = again.json()
+    assert info["created"] is False and info["path"] == str(db) and info["total"] == 0 and info["schema_version"] >= 1
+    assert "found store" in cli("init").out
+
+
+def test_init_json_on_a_new_store(cli, tmp_path: Path) -> None:
+    db = tmp_path / "sub" / "x.db"
+    info = cli("init", "--db", str(db), "--json").json()
+    assert info["created"] is True and info["path"] == str(db) and db.exists()
+
+
+def test_save_text_and_json(cli) -> None:
+    r = cli("save", "We", "deploy", "with", "GitHub", "Actions", "--type", "decision", "--scope", "project:app", "--tags", "ci,deploy",
+            "--importance", "0.8", "--confidence", "0.9", "--source", "chat")
+    assert r.code == 0, r.err
+    assert r.out.startswith("saved mem_") and "decision" in r.out and "project:app" in r.out
+    again = cli("save", "we deploy with github actions", "--scope", "project:app", "--tags", "ops", "--json")
+    assert again.code == 0
+    data = again.json()
+    assert data["action"] == "merged"
+    mem = data["memory"]
+    assert mem["content"] == "We deploy with GitHub Actions" and mem["type"] == "decision" and mem["scope"] == "project:app"
+    assert mem["tags"] == ["ci", "deploy", "ops"] and mem["importance"] == 0.8 and mem["source"] == "chat"
+    assert mem["confidence"] == 1.0  # the repeat (default confidence 1.0) raised it: max of both
+    text = cli("save", "we deploy with github actions", "--scope", "project:app")
+    assert text.code == 0 and "already remembered: merged into" in text.out and mem["id"] in text.out
+
+
+def test_save_json_keys_and_created_at(cli) -> None:
+    data = cli("save", "an event from the past", "--created-at", "2024-05-08T13:56:00Z", "--json").json()
+    assert data["action"] == "created"
+    mem = data["memory"]
+    assert set(mem) >= {"id", "content", "type", "scope", "tags", "importance", "confidence", "source", "created_at", "updated_at",
+                        "status", "access_count", "content_hash", "metadata"}
+    assert mem["created_at"] == "2024-05-08T13:56:00Z" and mem["scope"] == "global" and mem["type"] == "note"
+
+
+def test_save_dash_reads_stdin(cli) -> None:
+    r = cli("save", "-", "--json", stdin="项目使用 FastAPI + PostgreSQL\n第二行\n")
+    assert r.code == 0, r.err
+    assert r.json()["memory"]["content"] == "项目使用 FastAPI + PostgreSQL\n第二行"
+    shown = cli("show", r.json()["memory"]["id"], "--json").json()
+    assert shown["memory"]["content"] == "项目使用 FastAPI + PostgreSQL\n第二行"
+
+
+def test_default_scope_from_env(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMO_SCOPE", "project:x")
+    mem = save(cli, "kubernetes manifests live in deploy/k8s")
+    assert mem["scope"] == "project:x"
+    assert [h["id"] for h in cli("search", "kubernetes manifests", "--json").json()["results"]] == [mem["id"]]
+    monkeypatch.setenv("MNEMO_SCOPE", "project:y")
+    assert cli("search", "kubernetes manifests", "--json").json()["results"] == []
+    assert [h["id"] for h in cli("search", "kubernetes manifests", "--scope", "all", "--json").json()["results"]] == [mem["id"]]
+    assert [h["id"] for h in cli("search", "kubernetes manifests", "--scope", "project:x", "--json").json()["results"]] == [mem["id"]]
+    # the flag beats the environment for writes too
+    assert save(cli, "flag scope wins", "--scope", "project:z")["scope"] == "project:z"
+    assert save(cli, "env scope again")["scope"] == "project:y"
+
+
+# ---------------------------------------------------------------- search
+
+
+@pytest.fixture
+def stocked(cli) -> dict[str, dict]:
+    return {
+        "deploy": save(cli, "We deploy with GitHub Actions to a single VPS", "--type", "decision", "--scope", "project:app", "--tags", "ci"),
+        "db": save(cli, "The staging database is PostgreSQL on port 5433", "--type", "fact", "--scope", "project:app"),
+        "other": save(cli, "Project other deploys with Jenkins", "--scope", "project:other"),
+        "pref": save(cli, "I prefer concise answers with code first", "--type", "user_preference"),
+        "old": save(cli, "An old note about lunch menus", "--created-at", "2020-01-01T00:00:00Z"),
+    }
+
+
+def test_search_json(cli, stocked: dict[str, dict]) -> None:
+    r = cli("search", "GitHub Actions deploy", "--scope", "project:app", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["query"] == "GitHub Actions deploy"
+    assert data["results"][0]["id"] == stocked["deploy"]["id"]
+    assert stocked["other"]["id"] not in [h["id"] for h in data["results"]]
+    hit = data["results"][0]
+    assert set(hit) >= {"id", "content", "score", "similarity", "type", "scope", "created_at"} and "explain" not in hit
+
+
+def test_search_text_and_explain(cli, stocked: dict[str, dict]) -> None:
+    r = cli("search", "GitHub Actions deploy", "--scope", "project:app")
+    assert r.code == 0, r.err
+    assert r.out.startswith("1. We deploy with GitHub Actions to a single VPS")
+    assert stocked["deploy"]["id"] in r.out
+    ex = cli("search", "GitHub Actions deploy", "--scope", "project:app", "--explain")
+    assert "cosine" in ex.out and "bm25" in ex.out and "relevance" in ex.out and "recency" in ex.out
+    exj = cli("search", "GitHub Actions deploy", "--scope", "project:app", "--explain", "--json").json()
+    assert {"relevance", "bm25", "similarity", "score"} <= set(exj["results"][0]["explain"])
+    none = cli("search", "knitting patterns")
+    assert none.code == 0 and "no relevant memories" in none.out
+
+
+def test_search_filters_and_k(cli, stocked: dict[str, dict]) -> None:
+    def found(*args: str) -> list[str]:
+        r = cli("search", *args, "--json")
+        assert r.code == 0, r.err
+        return [h["id"] for h in r.json()["results"]]
+
+    everything = found("deploy database concise lunch", "--scope", "project:app", "-k", "10", "--min-score", "0")
+    assert set(everything) == {stocked[k]["id"] for k in ("deploy", "db", "pref", "old")}
+    assert len(found("deploy database concise lunch", "--scope", "project:app", "-k", "2", "--min-score", "0")) == 2
+    assert found("deploy database", "--scope", "project:app", "--type", "fact") == [stocked["db"]["id"]]
+    assert found("deploy", "--scope", "project:app", "--tags", "ci") == [stocked["deploy"]["id"]]
+    assert stocked["old"]["id"] not in found("lunch menus", "--since", "2021-01-01")
+    assert found("lunch menus", "--until", "2021-01-01") == [stocked["old"]["id"]]
+    assert found("lunch menus", "--mode", "fts") == [stocked["old"]["id"]]
+    assert found("deploy Jenkins", "--scope", "project:other", "--min-similarity", "0.99") == []
+
+
+def test_scope_all_searches_every_scope(cli, stocked: dict[str, dict]) -> None:
+    r = cli("search", "deploy", "--scope", "all", "-k", "10", "--json")
+    assert r.code == 0, r.err
+    got = {h["id"] for h in r.json()["results"]}
+    assert {stocked["deploy"]["id"], stocked["other"]["id"]} <= got
+    t = cli("search", "Jenkins", "--scope", "all")
+    assert t.code == 0, t.err
+    assert "Project other deploys with Jenkins" in t.out
+    rec = cli("recent", "--scope", "all", "--json")
+    assert rec.code == 0, rec.err
+    assert {x["id"] for x in rec.json()} == {stocked[k]["id"] for k in ("deploy", "db", "other", "pref")}
+    assert len(cli("recent", "--scope", "all", "--limit", "2", "--json").json()) == 2
+
+
+def test_project_search_does_not_see_other_projects(cli, stocked: dict[str, dict]) -> None:
+    r = cli("search", "Jenkins deploys", "--scope", "project:app", "-k", "10", "--json")
+    assert r.code == 0
+    assert stocked["other"]["id"] not in {h["id"] for h in r.json()["results"]}
+    r = cli("search", "GitHub Actions VPS", "--scope", "project:other", "-k", "10", "--json")
+    assert stocked["deploy"]["id"] not in {h["id"] for h in r.json()["results"]}
+
+
+def test_search_touch_counts_access(cli, stocked: dict[str, dict]) -> None:
+    mid = stocked["pref"]["id"]
+    cli("search", "concise answers code", "--no-touch")
+    assert cli("show", mid, "--json").json()["memory"]["access_count"] == 0
+    cli("search", "concise answers code")
+    assert cli("show", mid, "--json").json()["memory"]["access_count"] == 1
+
+
+def test_search_needs_a_query(cli) -> None:
+    cli("init")
+    r = cli("search")
+    assert r.code != 0 and "QUERY" in r.err
+
+
+def test_search_batch_jsonl(cli, stocked: dict[str, dict], tmp_path: Path) -> None:
+    queries = [
+        {"qid": "b", "query": "GitHub Actions deploy", "scope": "project:app", "k": 1},
+        {"qid": "a", "query": "staging database port", "scope": "project:app"},
+        {"query": "knitting patterns"},
+        {"qid": 7, "query": "deploy", "scope": "all", "k": 1},
+    ]
+    f = tmp_path / "q.jsonl"
+    f.write_text("\n".join(json.dumps(q) for q in queries) + "\n\n", encoding="utf-8")
+    before = cli("stats", "--json").json()
+    r = cli("search", "--batch", str(f))
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    assert [row["qid"] for row in rows] == ["b", "a", "3", 7]
+    assert [h["id"] for h in rows[0]["results"]] == [stocked["deploy"]["id"]]
+    assert rows[1]["results"][0]["id"] == stocked["db"]["id"] and len(rows[1]["results"]) <= 5
+    assert rows[2]["results"] == []
+    assert len(rows[3]["results"]) == 1 and rows[3]["results"][0]["id"] in {stocked["deploy"]["id"], stocked["other"]["id"]}
+    assert stocked["other"]["id"] not in {h["id"] for row in rows[:2] for h in row["results"]}
+    # batch searches do not count as accesses
+    assert cli("show", stocked["deploy"]["id"], "--json").json()["memory"]["access_count"] == 0
+    assert cli("stats", "--json").json()["total"] == before["total"]
+    # -k is the default per-query k; stdin works with -
+    r2 = cli("search", "--batch", "-", "-k", "1", "--scope", "project:app", stdin='{"query": "deploy"}\n{"query": "database"}\n')
+    assert r2.code == 0, r2.err
+    rows2 = [json.loads(line) for line in r2.out.splitlines()]
+    assert [row["qid"] for row in rows2] == ["1", "2"] and all(len(row["results"]) == 1 for row in rows2)
+
+
+# ---------------------------------------------------------------- recent / list / show / history / forget / restore
+
+
+def test_recent_and_list(cli, stocked: dict[str, dict]) -> None:
+    r = cli("recent", "--json")
+    assert r.code == 0, r.err
+    got = {x["id"] for x in r.json()}
+    assert got == {stocked["pref"]["id"]}  # default scope global, last 7 days
+    assert {x["id"] for x in cli("recent", "--scope", "project:app", "--json").json()} == {stocked[k]["id"] for k in ("deploy", "db", "pref")}
+    assert len(cli("recent", "--scope", "project:app", "--limit", "2", "--json").json()) == 2
+    text = cli("recent", "--scope", "project:app")
+    assert text.code == 0 and stocked["deploy"]["id"] in text.out and "id" in text.out.splitlines()[0]
+    assert stocked["other"]["id"] not in text.out
+
+    listed = cli("list", "--json").json()
+    assert len(listed) == 5 and listed[-1]["id"] == stocked["old"]["id"]  # newest first; all scopes by default
+    assert [x["id"] for x in cli("list", "--type", "fact", "--json").json()] == [stocked["db"]["id"]]
+    assert [x["id"] for x in cli("list", "--tags", "ci", "--json").json()] == [stocked["deploy"]["id"]]
+    assert {x["id"] for x in cli("list", "--scope", "project:other", "--json").json()} == {stocked["other"]["id"], stocked["pref"]["id"], stocked["old"]["id"]}
+    assert [x["id"] for x in cli("list", "--until", "2021-01-01", "--json").json()] == [stocked["old"]["id"]]
+    assert len(cli("list", "--limit", "2", "--offset", "4", "--json").json()) == 1
+    lt = cli("list")
+    assert lt.code == 0 and all(stocked[k]["id"] in lt.out for k in stocked)
+    assert "no memories" in cli("list", "--type", "goal").out
+
+
+def test_show_history_forget_restore(cli, stocked: dict[str, dict]) -> None:
+    mid = stocked["db"]["id"]
+    shown = cli("show", mid, "--json").json()
+    assert shown["memory"]["id"] == mid and [e["kind"] for e in shown["history"]] == ["created"]
+    st = cli("show", mid)
+    assert st.code == 0 and mid in st.out and "The staging database is PostgreSQL on port 5433" in st.out and "history" in st.out
+
+    f = cli("forget", mid)
+    assert f.code == 0 and f.out.strip() == f"forgot {mid} (restore with: mnemo restore {mid})"
+    assert mid not in {h["id"] for h in cli("search", "staging database port", "--scope", "project:app", "--json").json()["results"]}
+    assert mid not in {x["id"] for x in cli("list", "--json").json()}
+    assert [x["id"] for x in cli("list", "--status", "deleted", "--json").json()] == [mid]
+    fj = cli("forget", mid, "--json")
+    assert fj.code == 0 and fj.json()["status"] == "deleted"
+
+    r = cli("restore", mid)
+    assert r.code == 0 and r.out.strip() == f"restored {mid}"
+    assert cli("restore", mid, "--json").code != 0  # already active
+    cli("forget", mid)
+    rj = cli("restore", mid, "--json")
+    assert rj.code == 0 and rj.json()["status"] == "active" and rj.json()["id"] == mid
+    assert mid in {h["id"] for h in cli("search", "staging database port", "--scope", "project:app", "--json").json()["results"]}
+
+    hist = cli("history", mid, "--json")
+    assert hist.code == 0
+    assert [e["kind"] for e in hist.json()] == ["created", "deleted", "restored", "deleted", "restored"]
+    assert all(set(e) >= {"kind", "at", "cause", "data"} for e in hist.json())
+    ht = cli("history", mid)
+    assert ht.code == 0 and "created (save)" in ht.out and ht.out.count("restored (restore)") == 2
+
+
+def test_unknown_id(cli, stocked: dict[str, dict]) -> None:
+    for cmd in ("show", "history", "forget", "restore"):
+        r = cli(cmd, "mem_ffffffff_20000101_000000")
+        assert r.code == 3, cmd
+        assert r.err.strip() == "error: no memory with id mem_ffffffff_20000101_000000"
+        assert r.out == ""
+        rj = cli(cmd, "mem_ffffffff_20000101_000000", "--json")
+        assert rj.code == 3 and rj.json()["kind"] == "NotFoundError"
+
+
+# ---------------------------------------------------------------- stats / export / import / reindex / doctor
+
+
+def test_stats(cli, stocked: dict[str, dict]) -> None:
+    cli("forget", stocked["old"]["id"])
+    s = cli("stats", "--json")
+    assert s.code == 0
+    data = s.json()
+    assert set(data) >= {"path", "total", "last_7_days", "by_type", "by_scope", "by_status", "all_records", "store_bytes", "model", "dim", "vectors", "schema_version"}
+    assert data["total"] == 4 and data["all_records"] == 5 and data["last_7_days"] == 4
+    assert data["model"] == "fake-hash-64" and data["dim"] == 64
+    t = cli("stats")
+    assert t.code == 0
+    assert "memories: 4 active, 4 in the last 7 days, 5 records in all" in t.out
+    assert "model: fake-hash-64, 64-d" in t.out and "project:app 2" in t.out
+
+
+def test_export_formats(cli, stocked: dict[str, dict], tmp_path: Path) -> None:
+    j = cli("export")
+    assert j.code == 0
+    doc = json.loads(j.out)
+    assert doc["format"] == "mnemo-export" and len(doc["memories"]) == 5
+    jl = cli("export", "--format", "jsonl")
+    assert [json.loads(x)["id"] for x in jl.out.splitlines()] == [m["id"] for m in doc["memories"]]
+    md = cli("export", "--format", "markdown")
+    assert md.out.startswith("# mnemo export") and "## project:app" in md.out and stocked["deploy"]["content"] in md.out
+
+    cli("forget", stocked["old"]["id"])
+    assert len(json.loads(cli("export").out)["memories"]) == 4
+    assert len(json.loads(cli("export", "--include-deleted").out)["memories"]) == 5
+
+    out = tmp_path / "e.jsonl"
+    r = cli("export", "--format", "jsonl", "-o", str(out))
+    assert r.code == 0 and r.out.strip() == f"exported 4 memories to {out}"
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 4
+    rj = cli("export", "--format", "markdown", "--output", str(tmp_path / "e.md"), "--json")
+    assert rj.json() == {"exported": 4, "output": str(tmp_path / "e.md"), "format": "markdown"}
+
+
+def test_import_round_trip_and_idempotence(cli, stocked: dict[str, dict], tmp_path: Path) -> None:
+    out = tmp_path / "e.json"
+    assert cli("export", "-o", str(out), "--include-deleted").code == 0
+    fresh = tmp_path / "fresh.db"
+    r = cli("import", str(out), "--db", str(fresh))
+    assert r.code == 0, r.err
+    assert r.out.strip() == "imported 5 of 5 records (0 already present)"
+    again = cli("import", str(out), "--db", str(fresh), "--json")
+    assert again.code == 0
+    assert again.json() == {"read": 5, "imported": 0, "skipped_existing": 5, "invalid": []}
+    a = sorted((m["id"], m["content"], m["created_at"], m["scope"], m["type"]) for m in json.loads(cli("export").out)["memories"])
+    b = sorted((m["id"], m["content"], m["created_at"], m["scope"], m["type"]) for m in json.loads(cli("export", "--db", str(fresh)).out)["memories"])
+    assert a == b
+
+
+def test_import_skip_invalid(cli, tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_text('{"content": "good"}\n{"content": "bad", "type": "nope"}\n{oops\n', encoding="utf-8")
+    r = cli("import", str(f), "--skip-invalid", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data["imported"] == 1 and [p["line"] for p in data["invalid"]] == [2, 3]
+    t = cli("import", str(f), "--skip-invalid")
+    assert t.code == 0 and "imported 0 of 3 records (1 already present)" in t.out
+    assert "skipped line 2" in t.err and "skipped line 3" in t.err
+
+
+def test_reindex(cli, stocked: dict[str, dict]) -> None:
+    r = cli("reindex", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert data == {"model": "fake-hash-64", "previous_model": "fake-hash-64", "fts_rows": 5, "embedded": 0, "dropped_vectors": 0}
+    t = cli("reindex", "--no-fts")
+    assert t.code == 0 and t.out.strip() == "reindexed with fake-hash-64: 0 full-text rows, 0 memories embedded"
+
+
+def test_doctor(cli, stocked: dict[str, dict], mnemo_home: Path) -> None:
+    r = cli("doctor", "--json")
+    assert r.code == 0, r.out
+    data = r.json()
+    assert data["path"] == str(mnemo_home / "memory.db")
+    assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe"]
+    assert all(c["status"] == "ok" for c in data["checks"])
+    t = cli("doctor")
+    assert t.code == 0 and "✓ schema" in t.out and "✓ write-probe" in t.out and "✗" not in t.out
+    assert cli("stats", "--json").json()["all_records"] == 5
+
+
+# ---------------------------------------------------------------- config
+
+
+def _settings(r) -> dict[str, dict]:
+    assert r.code == 0, r.err
+    return {s["name"]: s for s in r.json()["settings"]}
+
+
+def test_config_origins(cli, mnemo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = _settings(cli("config", "--json"))
+    assert s["top_k"]["origin"] == "default" and s["top_k"]["value"] == 5
+    assert s["model"]["origin"] == "MNEMO_MODEL" and s["model"]["value"] == FAKE_MODEL
+    assert s["db"]["origin"].startswith("default") and s["db"]["value"] == str(mnemo_home / "memory.db")
+    assert s["scope"]["env"] == "MNEMO_SCOPE" and all(x["help"] for x in s.values())
+
+    mnemo_home.mkdir(parents=True, exist_ok=True)
+    cfg = mnemo_home / "config.toml"
+    cfg.write_text('top_k = 9\nmin_score = 0.3\nscope = "project:cfg"\n', encoding="utf-8")
+    monkeypatch.setenv("MNEMO_MIN_SCORE", "0.25")
+    monkeypatch.setenv("MNEMO_HALF_LIFE_DAYS", "30")
+    r = cli("config", "--json", "--model", "use", "--db", str(mnemo_home / "other.db"))
+    data = r.json()
+    assert data["config_file"] == str(cfg) and data["home"] == str(mnemo_home)
+    s = _settings(r)
+    assert (s["top_k"]["value"], s["top_k"]["origin"]) == (9, str(cfg))
+    assert (s["scope"]["value"], s["scope"]["origin"]) == ("project:cfg", str(cfg))
+    assert (s["min_score"]["value"], s["min_score"]["origin"]) == (0.25, "MNEMO_MIN_SCORE")  # env beats the file
+    assert (s["half_life_days"]["value"], s["half_life_days"]["origin"]) == (30.0, "MNEMO_HALF_LIFE_DAYS")
+    assert (s["model"]["value"], s["model"]["origin"]) == ("use", "flag")  # the flag beats env
+    assert (s["db"]["value"], s["db"]["origin"]) == (str(mnemo_home / "other.db"), "flag")
+    assert s["embed_threads"]["origin"] == "default"
+
+    t = cli("config")
+    assert t.code == 0
+    lines = {line.split()[0]: line for line in t.out.splitlines() if line.strip()}
+    assert "MNEMO_TOP_K" in lines["top_k"] and "9" in lines["top_k"]
+    assert lines["min_score"].count("MNEMO_MIN_SCORE") == 2 and "0.25" in lines["min_score"]  # origin and env columns
+    assert "default" in lines["embed_threads"]
+
+
+def test_config_file_scope_is_used_by_save(cli, mnemo_home: Path) -> None:
+    mnemo_home.mkdir(parents=True, exist_ok=True)
+    (mnemo_home / "config.toml").write_text('scope = "project:cfg"\ntop_k = 1\n', encoding="utf-8")
+    assert save(cli, "config scope applies")["scope"] == "project:cfg"
+    save(cli, "config scope applies twice over")
+    assert len(cli("search", "config scope applies", "--json").json()["results"]) == 1  # top_k from the file
+
+
+def test_db_from_env(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "env.db"
+    monkeypatch.setenv("MNEMO_DB", str(db))
+    save(cli, "stored where MNEMO_DB says")
+    assert db.exists()
+    assert cli("stats", "--json").json()["path"] == str(db)
+
+
+# ---------------------------------------------------------------- demo
+
+
+def test_demo(cli) -> None:
+    r = cli("demo", "--json")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert set(data) >= {"store", "saved", "searches", "stats", "export_markdown_lines"}
+    assert len(data["saved"]) == 6 and len(data["searches"]) == 4 and data["stats"]["total"] == 6
+    assert not Path(data["store"]).exists()  # a throwaway store
+    t = cli("demo")
+    assert t.code == 0 and "mnemo demo" in t.out and "Recall" in t.out and "Export" in t.out
+
+
+# ---------------------------------------------------------------- a real process
+
+
+def test_subprocess_entry_point(tmp_path: Path) -> None:
+    env = dict(os.environ)  # MNEMO_HOME, MNEMO_MODEL and PYTHONPATH from the autouse fixture
+    assert env["MNEMO_MODEL"] == FAKE_MODEL
+    helped = subprocess.run([sys.executable, "-m", "mnemo", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0, helped.stderr
+    assert "mnemo" in helped.stdout and "search" in helped.stdout and "save" in helped.stdout
+    saved = subprocess.run([sys.executable, "-m", "mnemo", "save", "written by a real process", "--tags", "proc", "--json"],
+                           env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stderr == ""
+    data = json.loads(saved.stdout)
+    assert data["action"] == "created" and data["memory"]["tags"] == ["proc"]
+    with Mnemo(Path(env["MNEMO_HOME"]) / "memory.db", model=FAKE_MODEL) as m:
+        assert m.get(data["memory"]["id"]).content == "written by a real process"
+        assert m.stats()["model"] == "fake-hash-64"
+
+
+def test_cli_functions_take_the_documented_options() -> None:
+    # every command is a click command and accepts --db/--model/--json
+    for name, cmd in main_group.commands.items():
+        opts = {o for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
+        assert {"--db", "--model", "--json"} <= opts, name
