@@ -61,7 +61,7 @@ def _reader(path: str, start: Any, writers_done: Any, results: Any) -> None:
                 searches += 1
             # the long-lived reader now sees every write of the other processes
             missing = []
-            rows = m.recall_batch([{"qid": f"{w}/{i}", "query": f"w{w}i{i}"} for w in range(WRITERS) for i in range(PER_WRITER)],
+            rows = m.recall_batch([{"qid": f"{w}/{i}", "query": content_of(w, i)} for w in range(WRITERS) for i in range(PER_WRITER)],
                                   top_k=1, scope="all")
             for row in rows:
                 w, i = map(int, row["qid"].split("/"))
@@ -83,9 +83,21 @@ def _same_text_writer(path: str, w: int, texts: list[str], start: Any, results: 
         results.put(("error", w, traceback.format_exc()))
 
 
-def _importer(path: str, source: str, start: Any, results: Any) -> None:
+def _importer(path: str, source: str, start: Any, both_decided: Any, results: Any) -> None:
     try:
         with Mnemo(path, embedder=FakeEmbedder()) as m:
+            # make the race certain instead of likely: neither session writes its first batch
+            # before both have read the file and looked at what the store already holds
+            original = m._insert_prepared
+            first = [True]
+
+            def insert_prepared(*args: Any, **kwargs: Any) -> None:
+                if first[0]:
+                    first[0] = False
+                    both_decided.wait(TIMEOUT)
+                original(*args, **kwargs)
+
+            m._insert_prepared = insert_prepared  # type: ignore[method-assign]
             start.wait(TIMEOUT)
             report = m.import_(source)
         results.put(("ok", None, report))
@@ -221,8 +233,8 @@ def test_parallel_imports_of_the_same_file(tmp_path: Path) -> None:
     n = 300
     source = _export_file(tmp_path, n)
     ctx = mp.get_context("spawn")
-    start, results = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_importer, args=(str(path), str(source), start, results)) for _ in range(2)]
+    start, both_decided, results = ctx.Event(), ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_importer, args=(str(path), str(source), start, both_decided, results)) for _ in range(2)]
     for p in procs:
         p.start()
     start.set()
@@ -279,3 +291,39 @@ def test_import_killed_midway_leaves_a_consistent_store(tmp_path: Path, kill_aft
         assert len({(x.content, x.scope) for x in m.list(limit=10_000)}) == n + 2
         assert m.import_(source)["imported"] == 0
         assert all(c["status"] == "ok" for c in m.doctor())
+
+
+def test_first_open_while_another_process_creates_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two hooks start on a machine without a store: one creates it between the other's first
+    look at the file (empty, schema version 0) and its next step. The late one must simply use it."""
+    path = tmp_path / "store.db"
+    plain = apsw.Connection
+    fired: list[bool] = []
+
+    class _Rows:
+        def __init__(self, rows: list[Any]) -> None:
+            self._rows = iter(rows)
+
+        def fetchone(self) -> Any:
+            return next(self._rows, None)
+
+        def __iter__(self) -> Any:
+            return self._rows
+
+    class RacingConnection(plain):  # type: ignore[misc, valid-type]
+        def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+            cursor = super().execute(sql, *args, **kwargs)
+            if not fired and sql.strip().lower() == "pragma user_version":
+                fired.append(True)
+                rows = list(cursor)
+                monkeypatch.setattr(apsw, "Connection", plain)
+                Mnemo(path, embedder=FakeEmbedder()).close()  # the other process creates the store now
+                return _Rows(rows)
+            return cursor
+
+    monkeypatch.setattr(apsw, "Connection", RacingConnection)
+    with Mnemo(path, embedder=FakeEmbedder()) as m:
+        mem = m.remember("written by the process that lost the race")
+    assert fired, "the store never read its schema version: update this test's hook"
+    with Mnemo(path, embedder=FakeEmbedder()) as m:
+        assert m.get(mem.id).content == "written by the process that lost the race"

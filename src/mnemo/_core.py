@@ -308,7 +308,7 @@ class Mnemo(MaintenanceOps):
             raise InvalidInputError("top_k must be between 1 and 1000")
         filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until)
         now_dt = parse_time(now, field_name="now") if now else utcnow()
-        window = _time_window(query, now_dt)
+        window = _time_window(query, now_dt.astimezone())  # the user's own day and week boundaries
         k_cand = max(CANDIDATES, top_k * 4)
         cosines: dict[int, float] = {}
         bm25: dict[int, float] = {}

@@ -121,7 +121,7 @@ class USEEmbedder:
     """
 
     dim = 512
-    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.5)
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4)
 
     def __init__(self) -> None:
         try:

@@ -80,7 +80,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             tokens,
             content = '',
             contentless_delete = 1,
-            tokenize = 'porter unicode61 remove_diacritics 2'
+            tokenize = 'unicode61 remove_diacritics 2'
         );
         """,
     ),

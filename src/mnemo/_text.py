@@ -3,8 +3,9 @@
 Both the index and the query go through :func:`normalize` (NFKC, case-folded, traditional →
 simplified Chinese), then Han runs are segmented with jieba (``rjieba``: the Rust port, whose
 dictionary loads in ~0.1 s instead of jieba's ~0.5 s; it is only loaded when the text has Han
-characters) and other runs are split into words. English stemming is left to FTS5's ``porter``
-tokenizer, which sees the same space-separated tokens at index and query time.
+characters) and other runs are split into words. English words are stemmed here with Snowball
+(PyStemmer), not with FTS5's ``porter`` tokenizer: Porter maps "deploy" to "deploi" but
+"deployment" to "deploy", so the two never matched. FTS5 then only splits on spaces.
 """
 
 from __future__ import annotations
@@ -111,9 +112,25 @@ def _split(text: str, *, search_mode: bool) -> list[str]:
     return tokens
 
 
+_ASCII_WORD = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def _stem(tokens: list[str]) -> list[str]:
+    """Snowball-stem plain English words; leave Chinese, numbers and names like node.js alone."""
+    stem = _stemmer().stemWord
+    return [stem(t) if _ASCII_WORD.fullmatch(t) else t for t in tokens]
+
+
 def index_tokens(text: str) -> str:
     """The space-separated token string stored in the full-text index for ``text``."""
-    return " ".join(_split(normalize(text), search_mode=True))
+    return " ".join(_stem(_split(normalize(text), search_mode=True)))
 
 
 def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]]:
@@ -129,14 +146,16 @@ def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]
         phrases = list(dict.fromkeys(m.group() for m in multi.finditer(norm)))
     terms: list[str] = []
     seen: set[str] = set()
-    for tok in _split(norm, search_mode=False):
-        if tok in seen or tok in _EN_STOP or tok in _ZH_STOP:
+    kept = [t for t in _split(norm, search_mode=False) if t not in _EN_STOP and t not in _ZH_STOP]
+    # a lone Han character that is not a stop word still carries meaning (猫, 药), so it stays
+    for tok in _stem(kept):
+        if tok in seen:
             continue
-        # a lone Han character that is not a stop word still carries meaning (猫, 药)
         seen.add(tok)
         terms.append(tok)
         if len(terms) >= max_terms:
             break
+    phrases = [" ".join(_stem(p.split())) for p in phrases]
     return terms, phrases
 
 

@@ -129,7 +129,7 @@ def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | No
     state.emit({"action": action, "memory": mem.to_dict()}, lambda: _render.saved(mem, action))
 
 
-@command("search", scope_option=True)
+@command("search")
 @click.argument("query", required=False)
 @click.option("--batch", "batch", type=click.Path(dir_okay=False, allow_dash=True), help="JSONL file of queries (- for stdin); prints JSONL.")
 @click.option("-k", "--top-k", type=int, help="How many results (default 5).")
@@ -186,7 +186,7 @@ def _read_batch(path: str) -> list[dict[str, Any]]:
     return items
 
 
-@command("recent", scope_option=True)
+@command("recent")
 @click.option("--days", type=float, default=7, show_default=True)
 @click.option("--limit", type=int, default=20, show_default=True)
 @click.option("--scope", help="Scope besides global; 'all' for every scope.")
