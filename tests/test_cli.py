@@ -16,6 +16,23 @@ from conftest import FAKE_MODEL
 from mnemo import Mnemo
 from mnemo.cli import OPERATIONS, main_group
 
+OFF_TOPIC = ("knitting patterns", "bread baking", "violin lessons", "giraffe", "tulips", "origami cranes", "penguin",
+             "sailing knots", "pottery glaze", "chess endgame", "opera tickets", "marathon training")
+
+
+def unrelated_query(texts: list[str]) -> str:
+    """An off-topic query sharing nothing with ``texts`` even under the fake embedder (whose 64
+    hashed buckets make some unrelated words collide, depending on the tokenizer)."""
+    from fake_embedder import FakeEmbedder
+
+    emb = FakeEmbedder()
+    vecs = emb.embed_passages(texts)
+    for q in OFF_TOPIC:
+        if float((vecs @ emb.embed_queries([q])[0]).max()) <= 0.0:
+            return q
+    raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")
+
+
 API_OPERATIONS = {"remember", "recall", "forget", "restore", "recent", "list", "get", "history", "stats", "export", "import_", "reindex", "doctor"}
 
 
@@ -162,7 +179,7 @@ def test_search_text_and_explain(cli, stocked: dict[str, dict]) -> None:
     assert "cosine" in ex.out and "bm25" in ex.out and "relevance" in ex.out and "recency" in ex.out
     exj = cli("search", "GitHub Actions deploy", "--scope", "project:app", "--explain", "--json").json()
     assert {"relevance", "bm25", "similarity", "score"} <= set(exj["results"][0]["explain"])
-    none = cli("search", "knitting patterns")
+    none = cli("search", unrelated_query([m["content"] for m in stocked.values()]))
     assert none.code == 0 and "no relevant memories" in none.out
 
 
@@ -223,7 +240,7 @@ def test_search_batch_jsonl(cli, stocked: dict[str, dict], tmp_path: Path) -> No
     queries = [
         {"qid": "b", "query": "GitHub Actions deploy", "scope": "project:app", "k": 1},
         {"qid": "a", "query": "staging database port", "scope": "project:app"},
-        {"query": "knitting patterns"},
+        {"query": unrelated_query([m["content"] for m in stocked.values()])},
         {"qid": 7, "query": "deploy", "scope": "all", "k": 1},
     ]
     f = tmp_path / "q.jsonl"

@@ -91,11 +91,11 @@ def _importer(path: str, source: str, start: Any, both_decided: Any, results: An
             original = m._insert_prepared
             first = [True]
 
-            def insert_prepared(*args: Any, **kwargs: Any) -> None:
+            def insert_prepared(*args: Any, **kwargs: Any) -> Any:
                 if first[0]:
                     first[0] = False
                     both_decided.wait(TIMEOUT)
-                original(*args, **kwargs)
+                return original(*args, **kwargs)
 
             m._insert_prepared = insert_prepared  # type: ignore[method-assign]
             start.wait(TIMEOUT)
