@@ -14,11 +14,11 @@ import numpy as np
 from mnemo import _text
 from mnemo._embed import Calibration
 
-DIM = 64
+DIM = 256
 
 
 class FakeEmbedder:
-    name = "fake-hash-64"
+    name = "fake-hash-256"
     dim = DIM
     calibration = Calibration(floor=0.05, scale=0.3, dense_weight=0.7)
 

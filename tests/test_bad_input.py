@@ -363,13 +363,13 @@ def test_another_models_index(cli, other_models_store: Path, tmp_path: Path) -> 
     f = _write(tmp_path / "in.jsonl", [json.dumps({"content": "an imported memory"})])
     for args in (["search", "deploy"], ["save", "a new memory"], ["import", str(f)], ["search", "--batch", "-"]):
         msg = fails(cli, *args, code=4, stdin='{"query": "deploy"}\n')
-        assert "other-model-64" in msg and "fake-hash-64" in msg and "mnemo reindex" in msg, msg
+        assert "other-model-64" in msg and "fake-hash-256" in msg and "mnemo reindex" in msg, msg
     assert dump(other_models_store) == rows
     assert files(other_models_store) == before
     # the advice works
     r = cli("reindex", "--json")
     assert r.code == 0, r.err
-    assert r.json()["previous_model"] == "other-model-64" and r.json()["model"] == "fake-hash-64"
+    assert r.json()["previous_model"] == "other-model-64" and r.json()["model"] == "fake-hash-256"
     assert cli("search", "deploy", "--scope", "project:app", "--json").json()["results"][0]["content"] == "We deploy with GitHub Actions"
 
 
@@ -385,7 +385,7 @@ def test_wrong_dimension_model(cli, unchanged: Path, monkeypatch: pytest.MonkeyP
     f = _write(tmp_path / "in.jsonl", [json.dumps({"content": "an imported memory"})])
     for args in (["save", "a brand new memory"], ["search", "deploy"], ["import", str(f)], ["search", "--batch", "-"]):
         msg = fails(cli, *args, code=5, stdin='{"query": "deploy"}\n')
-        assert "32-d" in msg and "64-d" in msg, msg
+        assert "32-d" in msg and "256-d" in msg, msg
 
 
 def test_wrong_dimension_model_doctor(cli, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ OFF_TOPIC = ("knitting patterns", "bread baking", "violin lessons", "giraffe", "
 
 
 def unrelated_query(texts: list[str]) -> str:
-    """An off-topic query sharing nothing with ``texts`` even under the fake embedder (whose 64
+    """An off-topic query sharing nothing with ``texts`` even under the fake embedder (whose 256
     hashed buckets make some unrelated words collide, depending on the tokenizer)."""
     from fake_embedder import FakeEmbedder
 
@@ -342,11 +342,11 @@ def test_stats(cli, stocked: dict[str, dict]) -> None:
     data = s.json()
     assert set(data) >= {"path", "total", "last_7_days", "by_type", "by_scope", "by_status", "all_records", "store_bytes", "model", "dim", "vectors", "schema_version"}
     assert data["total"] == 4 and data["all_records"] == 5 and data["last_7_days"] == 4
-    assert data["model"] == "fake-hash-64" and data["dim"] == 64
+    assert data["model"] == "fake-hash-256" and data["dim"] == 256
     t = cli("stats")
     assert t.code == 0
     assert "memories: 4 active, 4 in the last 7 days, 5 records in all" in t.out
-    assert "model: fake-hash-64, 64-d" in t.out and "project:app 2" in t.out
+    assert "model: fake-hash-256, 256-d" in t.out and "project:app 2" in t.out
 
 
 def test_export_formats(cli, stocked: dict[str, dict], tmp_path: Path) -> None:
@@ -402,9 +402,9 @@ def test_reindex(cli, stocked: dict[str, dict]) -> None:
     r = cli("reindex", "--json")
     assert r.code == 0, r.err
     data = r.json()
-    assert data == {"model": "fake-hash-64", "previous_model": "fake-hash-64", "fts_rows": 5, "embedded": 0, "dropped_vectors": 0}
+    assert data == {"model": "fake-hash-256", "previous_model": "fake-hash-256", "fts_rows": 5, "embedded": 0, "dropped_vectors": 0}
     t = cli("reindex", "--no-fts")
-    assert t.code == 0 and t.out.strip() == "reindexed with fake-hash-64: 0 full-text rows, 0 memories embedded"
+    assert t.code == 0 and t.out.strip() == "reindexed with fake-hash-256: 0 full-text rows, 0 memories embedded"
 
 
 def test_doctor(cli, stocked: dict[str, dict], mnemo_home: Path) -> None:
@@ -506,7 +506,7 @@ def test_subprocess_entry_point(tmp_path: Path) -> None:
     assert data["action"] == "created" and data["memory"]["tags"] == ["proc"]
     with Mnemo(Path(env["MNEMO_HOME"]) / "memory.db", model=FAKE_MODEL) as m:
         assert m.get(data["memory"]["id"]).content == "written by a real process"
-        assert m.stats()["model"] == "fake-hash-64"
+        assert m.stats()["model"] == "fake-hash-256"
 
 
 def test_cli_functions_take_the_documented_options() -> None:

@@ -41,7 +41,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("model", "e5", str, "embedding model: e5 (default, best recall), use (fastest), openai:<model>"),
     Setting("scope", "global", str, "scope that save writes to and that search adds to global (e.g. project:myapp)"),
     Setting("top_k", 5, int, "how many results search returns by default"),
-    Setting("min_score", 0.12, float, "relevance floor on the final score; below it recall returns nothing"),
+    Setting("min_score", 0.15, float, "relevance floor on the final score; below it recall returns nothing"),
     Setting("half_life_days", 90.0, float, "recency half-life for ranking, in days"),
     Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
     Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),

@@ -109,7 +109,7 @@ class MaintenanceOps:
         existing_ids = self.store.existing_ids([m.id for _, m, _ in prepared])
         seen_ids: set[str] = set()
         seen_hashes: set[tuple[str, str]] = set()
-        todo: list[tuple[Memory, dict[str, Any], bool]] = []
+        todo: list[tuple[Memory, dict[str, Any], bool]] = []  # (memory, extra fields, has an id)
         skipped = 0
         for line, mem, extra in prepared:
             has_id = bool(extra.pop("_has_id"))
@@ -122,36 +122,47 @@ class MaintenanceOps:
             todo.append((mem, extra, has_id))
         without_id = [(m.content_hash, m.scope) for m, _, has in todo if not has]
         known = self.store.existing_hashes(without_id) if without_id else set()
-        kept = [(m, e) for m, e, has in todo if has or (m.content_hash, m.scope) not in known]
+        kept = [(m, e, has) for m, e, has in todo if has or (m.content_hash, m.scope) not in known]
         skipped += len(todo) - len(kept)
         progress(0, len(kept))
-        done = 0
+        done = imported = 0
         for start in range(0, len(kept), IMPORT_BATCH):
             batch = kept[start : start + IMPORT_BATCH]
-            self._insert_prepared(batch, cause="import")
+            n = self._insert_prepared(batch, cause="import")
+            imported += n
+            skipped += len(batch) - n
             done += len(batch)
             progress(done, len(kept))
-        return {"read": len(records), "imported": len(kept), "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
+        return {"read": len(records), "imported": imported, "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
 
-    def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any]]], *, cause: str) -> None:
-        """Embed (what is not cached) and insert prepared memories in one transaction, no dedup."""
+    def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any], bool]], *, cause: str) -> int:
+        """Embed (what is not cached) and insert prepared ``(memory, extra fields, has_id)`` in one
+        transaction; returns how many were inserted. The idempotence check is repeated inside the
+        transaction, because another process may be importing the same file at the same time."""
         self._check_model()
         name = self.embedder.name
-        hashes = [_text.text_hash(m.content) for m, _ in batch]
+        hashes = [_text.text_hash(m.content) for m, _, _ in batch]
         with self._lock:
             cached = self.store.get_embeddings(name, hashes)
             todo = list(dict.fromkeys(h for h in hashes if h not in cached))
-            text_of = {h: m.content for (m, _), h in zip(batch, hashes)}
+            text_of = {h: m.content for (m, _, _), h in zip(batch, hashes)}
             vecs = self._embed([text_of[h] for h in todo], query=False) if todo else None
-            tokens = [_text.index_tokens(m.content) for m, _ in batch]
+            tokens = [_text.index_tokens(m.content) for m, _, _ in batch]
+            inserted = 0
             with self.store.transaction():
                 if vecs is not None:
                     self._claim_model(vecs.shape[1])
                     self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(todo)])
-                for (mem, extra), h, tok in zip(batch, hashes, tokens):
+                for (mem, extra, has_id), h, tok in zip(batch, hashes, tokens):
+                    if self.store.pk_of(mem.id) is not None:
+                        continue
+                    if not has_id and self.store.existing_hashes([(mem.content_hash, mem.scope)]):
+                        continue
                     for key, value in extra.items():
                         setattr(mem, key, value)
                     self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
+                    inserted += 1
+        return inserted
 
     # ------------------------------------------------------------ reindex
 

@@ -26,7 +26,7 @@ from ._embed import Calibration
 from ._models import Hit, Memory, parse_time
 
 #: default relevance floor on ``score``: below it a memory is noise, not memory
-DEFAULT_MIN_SCORE = 0.12
+DEFAULT_MIN_SCORE = 0.15
 TIME_BOOST = 1.3
 
 

@@ -25,6 +25,8 @@ from ._migrations import LATEST_VERSION, MIGRATIONS
 from ._models import Memory, format_time, utcnow
 from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreMissingError
 
+#: the least BM25 a full-text match counts for (see fts_search)
+MIN_MATCH_BM25 = 0.5
 #: how long a writer waits for another process's transaction before giving up
 BUSY_TIMEOUT_MS = 60_000
 
@@ -141,16 +143,16 @@ class SQLiteStore:
             )
         if version == LATEST_VERSION:
             return
-        if version == 0:
-            tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-            if tables:
-                raise CorruptStoreError(f"{self.path} is an SQLite database but not a mnemo store (it has tables {', '.join(tables[:5])})")
-        else:
+        if version != 0:
             self._backup(f"v{version}")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            # another process may have migrated while we waited for the lock
+            # another process may have created or migrated the store while we waited for the lock
             current = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if current == 0:
+                tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+                if tables:
+                    raise CorruptStoreError(f"{self.path} is an SQLite database but not a mnemo store (it has tables {', '.join(tables[:5])})")
             for number, name, sql in MIGRATIONS:
                 if number <= current:
                     continue
@@ -352,7 +354,9 @@ class SQLiteStore:
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts) LIMIT ?"
         )
         try:
-            return [(int(r[0]), float(r[1])) for r in self.conn.execute(sql, [match, *args, limit])]
+            # FTS5 clamps the IDF of a word found in half the rows or more to ~0, so in a small
+            # store a real match would score nothing; a match is always worth something.
+            return [(int(r[0]), max(float(r[1]), MIN_MATCH_BM25)) for r in self.conn.execute(sql, [match, *args, limit])]
         except apsw.SQLError:
             return []  # a query the FTS5 grammar rejects matches nothing rather than failing
 

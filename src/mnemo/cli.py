@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -45,11 +48,15 @@ class CLIState:
         self.overrides = {"db": db, "model": model, "scope": scope}
         self.config = _config.load(self.overrides)
 
-    def open(self, *, create: bool = False):  # type: ignore[no-untyped-def]
+    @contextmanager
+    def open(self, *, create: bool = False) -> Iterator[Any]:
+        """The store as a context manager. A store this command created is removed again if
+        the command then fails (bad input must not leave an empty store behind)."""
         from ._core import Mnemo
 
         c = self.config
-        return Mnemo(
+        existed = os.path.exists(c.db)
+        m = Mnemo(
             c.db,
             model=c["model"],
             scope=c["scope"],
@@ -59,6 +66,15 @@ class CLIState:
             embed_base_url=c["embed_base_url"] or None,
             threads=c["embed_threads"] or None,
         )
+        try:
+            yield m
+        except BaseException:
+            m.close()
+            if create and not existed:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(c.db + suffix).unlink(missing_ok=True)
+            raise
+        m.close()
 
     def emit(self, data: Any, text: Callable[[], None]) -> None:
         if self.as_json:
@@ -99,8 +115,6 @@ def main_group() -> None:
 @command("init")
 def init_cmd(state: CLIState) -> None:
     """Create the store (idempotent) and report where it is."""
-    import os
-
     existed = os.path.exists(state.config.db)
     with state.open(create=True) as m:
         info = m.stats()
@@ -149,7 +163,7 @@ def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int
                until: str | None, now: str | None, mode: str, explain: bool, no_touch: bool) -> None:
     """Recall the memories relevant to QUERY (hybrid full-text + semantic search)."""
     type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
-    k = top_k or state.config["top_k"]
+    k = top_k if top_k is not None else state.config["top_k"]
     opts = dict(min_similarity=min_similarity, min_score=min_score, types=type_list, tags=tags, since=since, until=until, mode=mode)
     if batch:
         items = _read_batch(batch)
@@ -167,7 +181,7 @@ def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int
 def _read_batch(path: str) -> list[dict[str, Any]]:
     from .errors import InvalidInputError
 
-    raw = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     items, problems = [], []
     for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
