@@ -20,12 +20,12 @@ def render() -> str:
         "# mnemo CLI reference\n",
         "Generated from the code by `python scripts/gen_cli_docs.py`; do not edit by hand.\n",
     ]
-    ctx = click.Context(main_group, info_name="mnemo", max_content_width=100, terminal_width=100)
+    ctx = click.Context(main_group, info_name="mnemo", max_content_width=100, terminal_width=100, help_option_names=["-h", "--help"])
     parts.append("```\n" + main_group.get_help(ctx) + "\n```\n")
     for name in main_group.list_commands(ctx):
         cmd = main_group.get_command(ctx, name)
         assert cmd is not None
-        sub = click.Context(cmd, info_name=f"mnemo {name}", max_content_width=100, terminal_width=100)
+        sub = click.Context(cmd, info_name=f"mnemo {name}", max_content_width=100, terminal_width=100, help_option_names=["-h", "--help"])
         parts.append(f"## mnemo {name}\n\n```\n{cmd.get_help(sub)}\n```\n")
     return "\n".join(parts)
 
