@@ -328,8 +328,8 @@ class Mnemo(MaintenanceOps):
                 cosines = dict(idx.search(qvec, k_cand, mask))
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
-                n_terms = len(terms) + len(phrases)
-                match = _text.fts_match_expression(terms, phrases)
+                n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
+                match = _text.fts_match_expression(terms + _text.translations(terms), phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))
             if mode == "hybrid" and bm25:

@@ -159,6 +159,47 @@ def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]
     return terms, phrases
 
 
+@lru_cache(maxsize=1)
+def _glossary() -> dict[str, tuple[str, ...]]:
+    """Term → its translations (both directions), as index tokens (normalised, stemmed)."""
+    raw = resources.files("mnemo").joinpath("data/glossary.tsv").read_text("utf-8")
+    table: dict[str, set[str]] = {}
+    for line in raw.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        zh_side, en_side = line.split("\t")
+        zh = [normalize(w) for w in zh_side.split("|") if w.strip()]
+        en = [" ".join(_stem(normalize(w).split())) for w in en_side.split("|") if w.strip()]
+        for a, b in ((zh, en), (en, zh)):
+            for word in a:
+                table.setdefault(word, set()).update(b)
+    return {k: tuple(sorted(v)) for k, v in table.items()}
+
+
+def translations(terms: list[str], *, limit: int = 12) -> list[str]:
+    """Other-language words for query terms, from the bundled glossary (dictionary-based query
+    translation): it lets the full-text channel match "部署" to "deploy", which the small
+    multilingual models do poorly for short queries. Longest match first over adjacent terms,
+    so "代码审查" becomes "code review" rather than "code" + "review"."""
+    table = _glossary()
+    seen = set(terms)
+    out: list[str] = []
+    i = 0
+    while i < len(terms):
+        for n in (3, 2, 1):
+            if i + n > len(terms):
+                continue
+            parts = terms[i : i + n]
+            key = "".join(parts) if all(has_han(p) for p in parts) else " ".join(parts)
+            if key in table:
+                out.extend(t for t in table[key] if t not in seen and not seen.add(t))  # type: ignore[func-returns-value]
+                i += n
+                break
+        else:
+            i += 1
+    return out[:limit]
+
+
 def fts_match_expression(terms: list[str], phrases: list[str]) -> str | None:
     """An FTS5 MATCH expression: every term and phrase OR-ed, each quoted (no syntax errors)."""
     parts = [f'"{t.replace(chr(34), " ")}"' for t in [*phrases, *terms] if t.strip()]
