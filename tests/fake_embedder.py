@@ -47,3 +47,18 @@ class WrongDimEmbedder(FakeEmbedder):
         return np.ones((len(texts), 32), np.float32) / np.sqrt(32)
 
     embed_passages = embed_queries
+
+
+OFF_TOPIC = ("knitting patterns", "bread baking", "violin lessons", "giraffe", "tulips", "origami cranes", "penguin",
+             "sailing knots", "pottery glaze", "chess endgame", "opera tickets", "marathon training")
+
+
+def unrelated_query(texts: list[str]) -> str:
+    """An off-topic query sharing nothing with ``texts`` even under this embedder, whose hashed
+    buckets make some unrelated words collide (which words depends on the tokenizer)."""
+    emb = FakeEmbedder()
+    vecs = emb.embed_passages(texts)
+    for q in OFF_TOPIC:
+        if float((vecs @ emb.embed_queries([q])[0]).max()) <= 0.0:
+            return q
+    raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fake_embedder import DIM, FakeEmbedder
+from fake_embedder import DIM, FakeEmbedder, unrelated_query
 
 from mnemo import (
     MEMORY_TYPES,
@@ -41,19 +41,6 @@ def ids(hits: list[Hit]) -> list[str]:
     return [h.memory.id for h in hits]
 
 
-OFF_TOPIC = ("bread baking", "knitting patterns", "violin lessons", "giraffe", "tulips", "origami cranes", "penguin",
-             "sailing knots", "pottery glaze", "chess endgame", "opera tickets", "marathon training")
-
-
-def unrelated_query(texts: list[str]) -> str:
-    """An off-topic query that shares nothing with ``texts`` even under the fake embedder, whose
-    64 hashed buckets make some unrelated words collide (which words depends on the tokenizer)."""
-    emb = FakeEmbedder()
-    vecs = emb.embed_passages(texts)
-    for q in OFF_TOPIC:
-        if float((vecs @ emb.embed_queries([q])[0]).max()) <= 0.0:
-            return q
-    raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")
 
 
 # ---------------------------------------------------------------- remember / recall

@@ -12,25 +12,11 @@ import click
 import pytest
 
 from conftest import FAKE_MODEL
+from fake_embedder import unrelated_query
 
 from mnemo import Mnemo
 from mnemo.cli import OPERATIONS, main_group
 
-OFF_TOPIC = ("knitting patterns", "bread baking", "violin lessons", "giraffe", "tulips", "origami cranes", "penguin",
-             "sailing knots", "pottery glaze", "chess endgame", "opera tickets", "marathon training")
-
-
-def unrelated_query(texts: list[str]) -> str:
-    """An off-topic query sharing nothing with ``texts`` even under the fake embedder (whose 256
-    hashed buckets make some unrelated words collide, depending on the tokenizer)."""
-    from fake_embedder import FakeEmbedder
-
-    emb = FakeEmbedder()
-    vecs = emb.embed_passages(texts)
-    for q in OFF_TOPIC:
-        if float((vecs @ emb.embed_queries([q])[0]).max()) <= 0.0:
-            return q
-    raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")
 
 
 API_OPERATIONS = {"remember", "recall", "forget", "restore", "recent", "list", "get", "history", "stats", "export", "import_", "reindex", "doctor"}
