@@ -36,7 +36,7 @@ from _data import default_bench_root, load_locomo, load_madial  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 #: bump when the generator below changes (invalidates cached stores)
-CORPUS_VERSION = 3
+CORPUS_VERSION = 4
 SCOPES = (("project:a", 0.80), ("global", 0.12), ("project:b", 0.08))
 QUERY_SCOPE = "project:a"  # recall sees project:a + global: ~92% of the rows, through the mask
 ZH_SHARE = 0.10
@@ -185,7 +185,7 @@ def synth_corpus(n: int, en: list[str], zh: list[str], ven: np.ndarray, vzh: np.
     scope_p = np.array([p for _, p in SCOPES])
     first_en = [_first_sentence(t) for t in en]
     first_zh = [_first_sentence(t) for t in zh]
-    seen: set[tuple[int, int, int]] = set()
+    seen: set[str] = set()
     records: list[dict] = []
     vecs = np.empty((n, dim), np.float32)
     noise_sd = 0.10 / np.sqrt(dim)  # |noise| ~ 0.1: near-duplicates stay distinct
@@ -193,11 +193,11 @@ def synth_corpus(n: int, en: list[str], zh: list[str], ven: np.ndarray, vzh: np.
         is_zh = rng.random() < ZH_SHARE
         texts, firsts, V = (zh, first_zh, vzh) if is_zh else (en, first_en, ven)
         a, b = (int(x) for x in rng.integers(0, len(texts), 2))
-        if a == b or (is_zh, a, b) in seen:
-            continue
-        seen.add((is_zh, a, b))
         sep = "" if is_zh else " "
-        content = f"{texts[a]}{sep}{firsts[b]}"
+        content = f"{texts[a]}{sep}{firsts[b]}".strip()
+        if a == b or content in seen:  # unique texts: equal texts would share one cached vector
+            continue
+        seen.add(content)
         v = 0.8 * V[a] + 0.45 * V[b] + rng.normal(0.0, noise_sd, dim).astype(np.float32)
         vecs[len(records)] = v / np.linalg.norm(v)
         created = start + timedelta(seconds=int(rng.integers(0, span_s)))
@@ -236,10 +236,10 @@ class PrecomputedEmbedder:
 
 
 def _source_fingerprint() -> str:
-    """Hash of the sources that shape a stored row (schema, tokenizer, term list)."""
+    """Hash of the sources that shape a stored row (schema, tokenizer, term list, anchors)."""
     h = hashlib.sha256()
     pkg = resources.files("mnemo")
-    for name in ("_migrations.py", "_text.py", "_sqlite.py", "data/terms.txt", "data/anchors.txt"):
+    for name in ("_migrations.py", "_text.py", "data/terms.txt", "data/anchors.txt"):
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:12]
 

@@ -18,6 +18,7 @@ from .errors import (
     NotFoundError,
     SchemaTooNewError,
     StoreError,
+    StoreKeyError,
     StoreMissingError,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "NotFoundError",
     "StoreError",
     "StoreMissingError",
+    "StoreKeyError",
     "SchemaTooNewError",
     "CorruptStoreError",
     "ModelMismatchError",

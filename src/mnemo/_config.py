@@ -36,6 +36,17 @@ def _path(value: Any) -> str:
     return str(value)
 
 
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(value)
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("db", "", _path, "store file (default: memory.db in the mnemo home)"),
     Setting("model", "e5", str, "embedding model: e5 (default, best recall), use (fastest), openai:<model>"),
@@ -46,6 +57,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
     Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),
     Setting("embed_api_key_env", "MNEMO_EMBED_API_KEY", str, "name of the environment variable holding that endpoint's API key"),
+    Setting("encrypt", False, _bool, "create new stores encrypted (the key: MNEMO_KEY, the OS keyring, or key_file)"),
+    Setting("key_file", "", _path, "key file of an encrypted store (default: key in the mnemo home; created 0600)"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
@@ -75,6 +88,10 @@ class Config:
     @property
     def db(self) -> str:
         return self.values["db"] or str(home() / "memory.db")
+
+    @property
+    def key_file(self) -> Path:
+        return Path(self.values["key_file"]).expanduser() if self.values["key_file"] else home() / "key"
 
 
 def load(overrides: dict[str, Any] | None = None) -> Config:
@@ -110,4 +127,5 @@ def _convert(s: Setting, value: Any, where: str) -> Any:
     try:
         return s.kind(value)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"{where}: setting {s.name} = {value!r} is not a valid {s.kind.__name__}") from None
+        kind = {"_bool": "true/false", "_path": "path"}.get(s.kind.__name__, s.kind.__name__)
+        raise InvalidInputError(f"{where}: setting {s.name} = {value!r} is not a valid {kind}") from None

@@ -54,7 +54,8 @@ class Mnemo(MaintenanceOps):
     ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with
     ``embed_base_url``); ``embedder`` passes a ready object instead (tests, custom models).
     ``scope`` is the default scope for writes and the project scope that recall adds to
-    ``global``. ``create=False`` refuses to create a missing store.
+    ``global``. ``create=False`` refuses to create a missing store. ``key`` opens (or creates)
+    an encrypted store.
     """
 
     def __init__(
@@ -69,11 +70,12 @@ class Mnemo(MaintenanceOps):
         min_score: float | None = None,
         embed_base_url: str | None = None,
         threads: int | None = None,
+        key: str | None = None,
     ):
         target = os.fspath(path_or_url)
         if target.startswith(("postgres://", "postgresql://")):
             raise StoreError("PostgreSQL stores are not available in this version of mnemo; use a SQLite file path")
-        self.store = SQLiteStore(target, create=create)
+        self.store = SQLiteStore(target, create=create, key=key)
         self.scope = check_scope(scope)
         self.weights = Weights(half_life_days=half_life_days)
         if min_score is not None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from ._models import Hit, Memory
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def line(text: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +22,9 @@ import apsw
 
 from ._migrations import LATEST_VERSION, MIGRATIONS
 from ._models import Memory, format_time, utcnow
-from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreMissingError
+from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
 
+SQLITE_HEADER = b"SQLite format 3\x00"
 #: the least BM25 a full-text match counts for (see fts_search)
 MIN_MATCH_BM25 = 0.5
 #: how long a writer waits for another process's transaction before giving up
@@ -72,6 +72,93 @@ class Filters:
         return (" AND ".join(conds) or "1"), args
 
 
+def _connect(path: Path, key: str | None, flags: int | None = None) -> apsw.Connection:
+    """A connection with the busy timeout set and, for an encrypted store, the key applied."""
+    conn = apsw.Connection(str(path), flags=flags) if flags is not None else apsw.Connection(str(path))
+    conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    if key:
+        conn.execute(f"PRAGMA key = '{_quote(key)}'")
+    return conn
+
+
+def _quote(key: str) -> str:
+    if "\x00" in key:
+        raise StoreKeyError("an encryption key cannot contain NUL characters")
+    return key.replace("'", "''")
+
+
+def _private(path: Path) -> None:
+    """Store files are the owner's alone (0600)."""
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
+def is_encrypted(path: str | os.PathLike[str]) -> bool:
+    """True when the file exists, is not empty, and does not start with SQLite's plaintext header."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    return len(head) == 16 and head != SQLITE_HEADER
+
+
+def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None) -> dict[str, Any]:
+    """Encrypt, decrypt or re-key a store safely: checkpoint it, copy it to a temporary file
+    beside it, change the key of the copy, verify the copy (integrity and counts), then swap it
+    in atomically. Until the swap the original is untouched; if anything fails it stays as it was.
+    Other mnemo processes must not write to the store meanwhile."""
+    src_path = Path(path).expanduser()
+    src = SQLiteStore(src_path, create=False, key=old_key)
+    tmp = src_path.with_name(f".{src_path.name}.convert-{os.getpid()}")
+    try:
+        src.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        counts = _counts(src.conn)
+        src.conn.execute("BEGIN IMMEDIATE")  # hold writers off while the file is copied
+        try:
+            shutil.copyfile(src_path, tmp)
+        finally:
+            src.conn.execute("ROLLBACK")
+        _private(tmp)
+        conn = _connect(tmp, old_key)
+        try:
+            conn.execute("PRAGMA journal_mode=DELETE")  # SQLite3MC cannot re-key in WAL mode
+            conn.execute(f"PRAGMA rekey = '{_quote(new_key or '')}'")
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        check = SQLiteStore(tmp, create=False, key=new_key)
+        try:
+            problems = check.integrity_problems()
+            if problems or _counts(check.conn) != counts:
+                raise StoreError(f"the converted copy did not verify ({problems or 'counts differ'}); {src_path} is unchanged")
+            check.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            check.close()
+        src.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp, src_path)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{src_path}{suffix}").unlink(missing_ok=True)
+    finally:
+        src.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    return {"path": str(src_path), "encrypted": bool(new_key), **counts}
+
+
+def _counts(conn: apsw.Connection) -> dict[str, int]:
+    return {
+        "memories": int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]),
+        "events": int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]),
+        "embeddings": int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
+    }
+
+
 def _row_to_memory(row: Sequence[Any]) -> Memory:
     return Memory(
         id=row[0],
@@ -98,10 +185,12 @@ def _row_to_memory(row: Sequence[Any]) -> Memory:
 class SQLiteStore:
     """Memories, history, relations and the derived index in one SQLite file."""
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True):
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None):
+        """Open (or create) the store at ``path``. With ``key`` the whole file is encrypted
+        (SQLite3 Multiple Ciphers, ChaCha20-Poly1305): pages, WAL, full-text rows and vectors."""
         self.path = Path(path).expanduser()
         self.url = str(self.path)
-        self._local = threading.local()
+        self._key = key or None
         if not self.path.exists():
             if not create:
                 raise StoreMissingError(f"no mnemo store at {self.path} (run `mnemo init` to create one)")
@@ -111,19 +200,43 @@ class SQLiteStore:
                 raise StoreError(f"cannot create the store folder {self.path.parent}: {exc.strerror}") from None
         elif self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a mnemo store file")
+        new = not self.path.exists() or self.path.stat().st_size == 0
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         try:
-            self.conn = apsw.Connection(str(self.path), flags=flags)
-            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
+            self.conn = _connect(self.path, self._key, flags)
             self._check_and_migrate()
             self._configure()
         except apsw.NotADBError:
-            raise CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged)") from None
+            self.close()
+            raise self._unreadable() from None
         except apsw.CorruptError:
             raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
         except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from None
         self._txn_depth = 0
+        if new:
+            _private(self.path)
+
+    def _unreadable(self) -> StoreError:
+        """The right error for a file SQLite cannot read: wrong key, missing key, or not a store."""
+        try:
+            head = self.path.read_bytes()[:16]
+        except OSError:
+            head = b""
+        if self._key is not None:
+            if head == SQLITE_HEADER:
+                return StoreKeyError(f"{self.path} is not encrypted, but a key was given (run `mnemo encrypt` to encrypt it)")
+            return StoreKeyError(f"cannot open {self.path}: wrong key (or the file is damaged)")
+        if head != SQLITE_HEADER and len(head) == 16:
+            return StoreKeyError(
+                f"{self.path} is encrypted, or not a mnemo store at all (damaged): if it is encrypted, "
+                "set MNEMO_KEY or keep its key file in the mnemo home"
+            )
+        return CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged)")
+
+    @property
+    def encrypted(self) -> bool:
+        return self._key is not None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -169,7 +282,8 @@ class SQLiteStore:
     def _backup(self, label: str) -> Path:
         """Copy the store beside itself before a migration (SQLite's online backup)."""
         target = self.path.with_name(f"{self.path.name}.backup-{label}-{utcnow():%Y%m%d%H%M%S}")
-        dest = apsw.Connection(str(target))
+        dest = _connect(target, self._key)
+        _private(target)
         try:
             with dest.backup("main", self.conn, "main") as b:
                 b.step()
@@ -422,7 +536,8 @@ class SQLiteStore:
     def backup_to(self, target: Path) -> None:
         """Write a consistent copy of the store to ``target``."""
         tmp = target.with_name(target.name + ".partial")
-        dest = apsw.Connection(str(tmp))
+        dest = _connect(tmp, self._key)
+        _private(tmp)
         try:
             with dest.backup("main", self.conn, "main") as b:
                 b.step()

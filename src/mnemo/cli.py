@@ -48,6 +48,27 @@ class CLIState:
         self.overrides = {"db": db, "model": model, "scope": scope}
         self.config = _config.load(self.overrides)
 
+    def key(self, *, create: bool = False) -> str | None:
+        """The encryption key this store needs: none for a plaintext store; for an encrypted
+        one (or a new store when ``encrypt`` is on) from MNEMO_KEY, the keyring or the key file,
+        which ``create`` makes when there is none."""
+        from . import _keys
+        from ._sqlite import is_encrypted
+
+        c = self.config
+        exists = os.path.exists(c.db) and os.path.getsize(c.db) > 0
+        if exists and not is_encrypted(c.db):
+            return None
+        if not exists and not c["encrypt"]:
+            return None
+        key = _keys.resolve(c.db, c.key_file)
+        if key is None and create and not exists:
+            key = _keys.create_key_file(c.key_file)
+            _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
+        if key is not None and key.warning:
+            _render.err.print(f"warning: {key.warning}")
+        return None if key is None else key.value
+
     @contextmanager
     def open(self, *, create: bool = False) -> Iterator[Any]:
         """The store as a context manager. A store this command created is removed again if
@@ -56,6 +77,7 @@ class CLIState:
 
         c = self.config
         existed = os.path.exists(c.db)
+        key = self.key(create=create)
         m = Mnemo(
             c.db,
             model=c["model"],
@@ -65,6 +87,7 @@ class CLIState:
             min_score=c["min_score"],
             embed_base_url=c["embed_base_url"] or None,
             threads=c["embed_threads"] or None,
+            key=key,
         )
         try:
             yield m
@@ -113,13 +136,79 @@ def main_group() -> None:
 # ---------------------------------------------------------------- commands
 
 @command("init")
-def init_cmd(state: CLIState) -> None:
+@click.option("--encrypt", is_flag=True, help="Create the store encrypted (a key file is made if no key is set).")
+def init_cmd(state: CLIState, encrypt: bool) -> None:
     """Create the store (idempotent) and report where it is."""
     existed = os.path.exists(state.config.db)
+    if encrypt:
+        state.config.values["encrypt"] = True
+    if encrypt and existed:
+        from ._sqlite import is_encrypted
+
+        if not is_encrypted(state.config.db):
+            raise click.UsageError("the store already exists unencrypted; run `mnemo encrypt` to encrypt it")
     with state.open(create=True) as m:
         info = m.stats()
     info["created"] = not existed
     state.emit(info, lambda: _render.init(info))
+
+
+@command("encrypt")
+def encrypt_cmd(state: CLIState) -> None:
+    """Encrypt an existing store in place (new file, verified, then swapped in)."""
+    from . import _keys
+    from ._sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db):
+        raise click.UsageError(f"no store at {c.db}; `mnemo init --encrypt` creates an encrypted one")
+    if is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is already encrypted (`mnemo rekey` changes the key)")
+    key = _keys.resolve(c.db, c.key_file)
+    if key is None:
+        key = _keys.create_key_file(c.key_file)
+        _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
+    report = convert(c.db, old_key=None, new_key=key.value)
+    report["key_source"] = key.source
+    state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories); key from {key.source}"))
+
+
+@command("decrypt")
+def decrypt_cmd(state: CLIState) -> None:
+    """Decrypt an encrypted store in place (new file, verified, then swapped in)."""
+    from ._sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db) or not is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is not an encrypted store")
+    report = convert(c.db, old_key=state.key(), new_key=None)
+    state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories); the key is no longer needed"))
+
+
+@command("rekey")
+def rekey_cmd(state: CLIState) -> None:
+    """Change the key of an encrypted store (the new key goes to the key file, or comes from MNEMO_NEW_KEY)."""
+    from . import _keys
+    from ._sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db) or not is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is not an encrypted store (`mnemo encrypt` encrypts it)")
+    old = _keys.resolve(c.db, c.key_file)
+    if old is None:
+        raise click.UsageError("no key found for this store (MNEMO_KEY, keyring or key file)")
+    new_value = os.environ.get("MNEMO_NEW_KEY") or None
+    if new_value is None and old.source != str(c.key_file):
+        raise click.UsageError(f"the key comes from {old.source}; set the new one in MNEMO_NEW_KEY")
+    new_value = new_value or _keys.new_key()
+    pending = c.key_file.with_name(c.key_file.name + ".pending")
+    if old.source == str(c.key_file):
+        # the new key is on disk before the store depends on it; a crash leaves key.pending to recover with
+        _keys.replace_key_file(pending, new_value)
+    report = convert(c.db, old_key=old.value, new_key=new_value)
+    if old.source == str(c.key_file):
+        os.replace(pending, c.key_file)
+    state.emit(report, lambda: _render.line(f"re-keyed {c.db} ({report['memories']} memories)"))
 
 
 @command("save", scope_option=True)

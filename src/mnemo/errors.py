@@ -11,6 +11,7 @@ one line on stderr and a non-zero exit code, the MCP server into a tool error::
      │    ├── StoreMissingError   no store at that path (run `mnemo init`)
      │    ├── SchemaTooNewError   written by a newer mnemo
      │    ├── CorruptStoreError   not a mnemo store, or damaged
+     │    ├── StoreKeyError       encrypted, and the key is missing or wrong
      │    └── ModelMismatchError  the index was built with another embedding model
      └── EmbedderError            the embedding model cannot load or answers wrongly
 """
@@ -27,6 +28,7 @@ __all__ = [
     "SchemaTooNewError",
     "CorruptStoreError",
     "ModelMismatchError",
+    "StoreKeyError",
     "EmbedderError",
 ]
 
@@ -77,6 +79,10 @@ class SchemaTooNewError(StoreError):
 
 class CorruptStoreError(StoreError):
     """The file is not a mnemo store or is damaged."""
+
+
+class StoreKeyError(StoreError):
+    """The store is encrypted and no key, or the wrong key, was given."""
 
 
 class ModelMismatchError(StoreError):

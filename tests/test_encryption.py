@@ -1,0 +1,160 @@
+"""Encryption at rest: no plaintext in any file the store writes; keys; convert safely."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from fake_embedder import FakeEmbedder
+
+from mnemo import Mnemo, StoreKeyError
+from mnemo._sqlite import SQLITE_HEADER, convert, is_encrypted
+
+MARKER = "PLANTED-MARKER-7f3a 机密计划"
+KEY = "correct horse battery staple"
+
+
+def _files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def _leaks(folder: Path, needles: list[bytes]) -> list[str]:
+    found = []
+    for p in _files(folder):
+        data = p.read_bytes()
+        found += [f"{p.name}: {n!r}" for n in needles if n in data]
+    return found
+
+
+def _needles() -> list[bytes]:
+    words = ["PLANTED-MARKER-7f3a", "机密计划", "planted", "机密"]
+    return [w.encode() for w in words] + [SQLITE_HEADER]
+
+
+def test_encrypted_store_files_hold_no_plaintext_even_while_open(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    m = Mnemo(folder / "s.db", embedder=FakeEmbedder(), key=KEY)
+    for i in range(50):
+        m.remember(f"{MARKER} number {i}")
+    assert m.recall("PLANTED-MARKER-7f3a")  # search works on the encrypted store
+    assert (folder / "s.db-wal").exists()  # the WAL is live and must be encrypted too
+    assert _leaks(folder, _needles()) == []
+    m.close()
+    assert _leaks(folder, _needles()) == []
+    assert is_encrypted(folder / "s.db")
+    assert stat.S_IMODE((folder / "s.db").stat().st_mode) == 0o600
+
+
+def test_plaintext_store_does_show_the_marker(tmp_path: Path) -> None:
+    """The leak check can fail: the same writes without a key are readable in the file."""
+    folder = tmp_path / "plain"
+    with Mnemo(folder / "s.db", embedder=FakeEmbedder()) as m:
+        m.remember(MARKER)
+    assert _leaks(folder, _needles())
+
+
+def test_wrong_or_missing_key_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+        m.remember(MARKER)
+    with pytest.raises(StoreKeyError, match="wrong key"):
+        Mnemo(path, embedder=FakeEmbedder(), key="not the key")
+    with pytest.raises(StoreKeyError, match="encrypted"):
+        Mnemo(path, embedder=FakeEmbedder())
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:  # nothing was harmed
+        assert m.stats()["total"] == 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_encrypted_file_is_a_clear_error(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+        for i in range(30):
+            m.remember(f"{MARKER} {i}")
+    data = bytearray(path.read_bytes())
+    if damage == "truncate":
+        data = data[: len(data) // 3]
+    else:
+        for i in range(0, len(data), 997):
+            data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises((StoreKeyError, Exception)) as info:
+        with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+            m.stats()
+            m.doctor()
+    assert "Traceback" not in str(info.value)
+    from mnemo import MnemoError
+
+    assert isinstance(info.value, MnemoError), repr(info.value)
+
+
+def test_convert_round_trip_keeps_everything(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder()) as m:
+        ids = [m.remember(f"{MARKER} {i}").id for i in range(20)]
+    before = path.read_bytes()[:16]
+    assert before == SQLITE_HEADER
+    report = convert(path, old_key=None, new_key=KEY)
+    assert report["memories"] == 20 and is_encrypted(path)
+    assert _leaks(tmp_path, _needles()) == []
+    report = convert(path, old_key=KEY, new_key="a new key")
+    with Mnemo(path, embedder=FakeEmbedder(), key="a new key") as m:
+        assert [m.get(i).id for i in ids] == ids
+    convert(path, old_key="a new key", new_key=None)
+    assert not is_encrypted(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]  # no temporary files left
+
+
+def test_failed_convert_leaves_the_original_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder()) as m:
+        for i in range(10):
+            m.remember(f"note {i}")
+    original = path.read_bytes()
+
+    import mnemo._sqlite as sq
+
+    def broken(conn):  # the verification step finds a different count
+        return {"memories": -1, "events": 0, "embeddings": 0}
+
+    calls = {"n": 0}
+    real = sq._counts
+
+    def counts(conn):
+        calls["n"] += 1
+        return real(conn) if calls["n"] == 1 else broken(conn)
+
+    monkeypatch.setattr(sq, "_counts", counts)
+    with pytest.raises(Exception, match="did not verify"):
+        convert(path, old_key=None, new_key=KEY)
+    assert path.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == ["s.db"]
+
+
+def test_cli_encryption_flow(cli, mnemo_home: Path) -> None:
+    assert cli("init", "--encrypt").code == 0
+    key_file = mnemo_home / "key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(mnemo_home.stat().st_mode) == 0o700
+    assert cli("save", MARKER).code == 0
+    assert cli("search", "PLANTED-MARKER-7f3a", "--json").json()["results"]
+    assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a", SQLITE_HEADER]) == []
+    old_key = key_file.read_text()
+    assert cli("rekey").code == 0
+    assert key_file.read_text() != old_key
+    assert cli("search", "PLANTED-MARKER-7f3a", "--json").json()["results"]
+    r = cli("decrypt", "--json")
+    assert r.code == 0 and r.json()["encrypted"] is False
+    assert (mnemo_home / "memory.db").read_bytes()[:16] == SQLITE_HEADER
+    assert cli("encrypt").code == 0 and is_encrypted(mnemo_home / "memory.db")
+    os.chmod(key_file, 0o644)
+    r = cli("stats")
+    assert r.code == 0 and "chmod 600" in r.err
+    os.environ["MNEMO_KEY"] = "wrong"
+    try:
+        r = cli("stats")
+    finally:
+        del os.environ["MNEMO_KEY"]
+    assert r.code == 4 and r.err.startswith("error: ") and "wrong key" in r.err
