@@ -158,3 +158,34 @@ def test_cli_encryption_flow(cli, mnemo_home: Path) -> None:
     finally:
         del os.environ["MNEMO_KEY"]
     assert r.code == 4 and r.err.startswith("error: ") and "wrong key" in r.err
+
+
+def test_purge_leaves_no_trace_in_any_file(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"  # unencrypted, so a trace would be visible
+    m = Mnemo(folder / "s.db", embedder=FakeEmbedder())
+    keep = m.remember("an ordinary note that stays")
+    gone = m.remember(f"{MARKER} to be purged")
+    m.forget(gone.id)
+    assert _leaks(folder, [b"PLANTED-MARKER-7f3a"])
+    report = m.purge([gone.id])
+    assert report["purged"] == 1
+    assert _leaks(folder, [b"PLANTED-MARKER-7f3a", "机密计划".encode()]) == []
+    tombstone = m.history(gone.id)
+    assert [(e["kind"], e["data"]) for e in tombstone] == [("purged", {})]
+    assert m.get(keep.id).content == "an ordinary note that stays"
+    assert [h.memory.id for h in m.recall("ordinary note", min_score=0.0)] == [keep.id]
+    m.close()
+
+
+def test_purge_all_erases_store_and_backups(cli, mnemo_home: Path) -> None:
+    assert cli("save", MARKER).code == 0
+    db = mnemo_home / "memory.db"
+    backup = db.with_name("memory.db.backup-v0-20260101000000")
+    backup.write_bytes(b"pretend backup with PLANTED-MARKER-7f3a")
+    r = cli("purge", "--all")
+    assert r.code == 2 and "--yes" in r.err  # no confirmation, nothing happened
+    assert cli("stats", "--json").json()["total"] == 1
+    r = cli("purge", "--all", "--yes", "--json")
+    assert r.code == 0 and r.json()["purged"] == 1 and str(backup) in r.json()["removed_files"]
+    assert cli("stats", "--json").json()["all_records"] == 0
+    assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a", "机密计划".encode()]) == []

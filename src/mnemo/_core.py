@@ -433,9 +433,11 @@ class Mnemo(MaintenanceOps):
         return self.get(mem.id)
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """Every recorded event of a memory, oldest first."""
-        mem = self.get(memory_id)
-        return self.store.events(mem.id)
+        """Every recorded event of a memory, oldest first (for a purged memory: its tombstone)."""
+        events = self.store.events(memory_id.strip())
+        if not events:
+            self.get(memory_id)  # raises NotFoundError for an unknown id
+        return events
 
     def list(
         self,

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 from . import _text
 from ._migrations import LATEST_VERSION
 from ._models import STATUSES, Memory, format_time, parse_time, utcnow
-from .errors import ImportFormatError, InvalidInputError, MnemoError
+from .errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
 
 if TYPE_CHECKING:
     from ._core import Mnemo
@@ -210,9 +210,39 @@ class MaintenanceOps:
                 self.store.set_meta("embedder", name)
                 self.store.set_meta("dim", str(dim))
             dropped = self.store.drop_embeddings_except(name)
-            self.store.set_meta("generation", utcnow().strftime("%Y%m%d%H%M%S%f") + os.urandom(3).hex())
+            self.store.set_meta("generation", _generation())
         self._index = None
         return {"model": name, "previous_model": previous, "fts_rows": total_fts, "embedded": done, "dropped_vectors": dropped}
+
+    # ------------------------------------------------------------ purge
+
+    def purge(self: "Mnemo", memory_ids: Iterable[str] = (), *, everything: bool = False) -> dict[str, Any]:
+        """The only hard delete. Removes the memories from every table and index and their text
+        from the history (a content-free ``purged`` tombstone event stays), then rewrites the
+        file so nothing remains in free pages or the WAL. ``everything=True`` erases the whole
+        store, including mnemo's backup files beside it. Soft delete is :meth:`forget`."""
+        ids = [i.strip() for i in memory_ids if i and i.strip()]
+        if not everything and not ids:
+            raise InvalidInputError("name the memories to purge, or purge everything")
+        with self._lock:
+            with self.store.transaction():
+                if everything:
+                    n = self.store.purge_everything()
+                else:
+                    missing = [i for i in ids if self.store.get(i) is None]
+                    if missing:
+                        raise NotFoundError(f"no memory with id {', '.join(missing[:5])}")
+                    n = self.store.purge_rows(ids)
+                self.store.set_meta("generation", _generation())
+            self.store.scrub()
+            removed = []
+            if everything:
+                for f in self.store.backup_files():
+                    f.unlink(missing_ok=True)
+                    removed.append(str(f))
+            self._index = None
+            self._anchor_vecs = None
+        return {"purged": n, "everything": everything, "removed_files": removed}
 
     # ------------------------------------------------------------ doctor
 
@@ -270,6 +300,11 @@ class MaintenanceOps:
             self._index = None
         ok = fts_ok and vec_ok
         return ok, "write, full-text and vector probe ok (rolled back)" if ok else f"probe failed (full-text {fts_ok}, vector {vec_ok})", "run `mnemo reindex`"
+
+
+def _generation() -> str:
+    """A new index generation: other processes rebuild their vector index when it changes."""
+    return utcnow().strftime("%Y%m%d%H%M%S") + os.urandom(4).hex()
 
 
 def _extra_fields(rec: dict[str, Any]) -> dict[str, Any]:

@@ -246,6 +246,7 @@ class SQLiteStore:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: keeps FTS posting lists hot
+        self.conn.execute("PRAGMA secure_delete=ON")  # deleted content is zeroed, not left in free pages
 
     def _check_and_migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -384,6 +385,47 @@ class SQLiteStore:
             "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
             ((at, i) for i in ids),
         )
+
+    def purge_rows(self, memory_ids: Sequence[str]) -> int:
+        """Hard-delete memories with their full-text rows, relations, unshared vectors and
+        history, leaving one content-free ``purged`` tombstone event each. Returns how many."""
+        n = 0
+        for mid in memory_ids:
+            row = self.conn.execute("SELECT pk, embed_hash FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                continue
+            pk, embed_hash = row
+            self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+            self.conn.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+            self.conn.execute("DELETE FROM relations WHERE src = ? OR dst = ?", (mid, mid))
+            if self.conn.execute("SELECT 1 FROM memories WHERE embed_hash = ? LIMIT 1", (embed_hash,)).fetchone() is None:
+                self.conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (embed_hash,))
+            self.conn.execute("DELETE FROM events WHERE memory_id = ?", (mid,))
+            self.add_event(mid, "purged", "purge", {})
+            n += 1
+        return n
+
+    def purge_everything(self) -> int:
+        """Delete every memory, event, relation, vector and full-text row."""
+        n = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')")
+        for table in ("memories", "events", "relations", "embeddings"):
+            self.conn.execute(f"DELETE FROM {table}")
+        for key in ("embedder", "dim"):
+            self.delete_meta(key)
+        return n
+
+    def scrub(self) -> None:
+        """Leave no trace of deleted rows: merge the full-text index, rewrite the file without
+        free pages (VACUUM) and empty the WAL. ``secure_delete`` zeroes pages as they are freed."""
+        self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def backup_files(self) -> list[Path]:
+        """Migration backups and other copies mnemo wrote beside the store."""
+        return sorted(self.path.parent.glob(f"{self.path.name}.backup-*"))
 
     def drop_embeddings_except(self, model: str) -> int:
         n = self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model != ?", (model,)).fetchone()[0]

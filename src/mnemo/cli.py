@@ -37,6 +37,7 @@ OPERATIONS: dict[str, str] = {
     "import": "import_",
     "reindex": "reindex",
     "doctor": "doctor",
+    "purge": "purge",
 }
 
 
@@ -353,6 +354,26 @@ def restore_cmd(state: CLIState, memory_id: str) -> None:
     with state.open() as m:
         mem = m.restore(memory_id)
     state.emit(mem.to_dict(), lambda: _render.line(f"restored {mem.id}"))
+
+
+@command("purge")
+@click.argument("memory_ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Erase every memory, the history, the index and mnemo's backups of this store.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts).")
+def purge_cmd(state: CLIState, memory_ids: tuple[str, ...], everything: bool, yes: bool) -> None:
+    """Permanently delete memories (the only hard delete; `forget` is the undoable one)."""
+    if not memory_ids and not everything:
+        raise click.UsageError("name memory ids to purge, or --all")
+    if memory_ids and everything:
+        raise click.UsageError("give memory ids or --all, not both")
+    what = "EVERY memory in " + state.config.db if everything else f"{len(memory_ids)} memories"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"purging {what} cannot be undone; add --yes to confirm")
+        click.confirm(f"Permanently delete {what}? This cannot be undone", abort=True, err=True)
+    with state.open() as m:
+        report = m.purge(memory_ids, everything=everything)
+    state.emit(report, lambda: _render.line(f"purged {report['purged']} memories" + (f" and {len(report['removed_files'])} backup files" if report["removed_files"] else "")))
 
 
 @command("stats")
