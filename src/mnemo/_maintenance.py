@@ -275,6 +275,14 @@ class MaintenanceOps:
             missing = self.store.count_missing_embeddings(name) if same else 0
             add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
         add("write-probe", *self._write_probe())
+        base_url = getattr(self.embedder, "base_url", None)
+        if base_url:
+            add("network", None, f"memory text and queries (after redaction) are sent to {base_url} to be embedded; nothing else leaves this machine",
+                "use a bundled model (--model e5 or use) to keep everything local")
+        else:
+            add("network", True, "no endpoint configured: nothing leaves this machine")
+        add("encryption", True, "the store file is encrypted" if self.store.encrypted
+            else "the store file is not encrypted (`mnemo encrypt` encrypts it at rest)")
         return out
 
     def _write_probe(self: "Mnemo") -> tuple[bool, str, str]:
