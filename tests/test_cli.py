@@ -398,7 +398,7 @@ def test_doctor(cli, stocked: dict[str, dict], mnemo_home: Path) -> None:
     assert r.code == 0, r.out
     data = r.json()
     assert data["path"] == str(mnemo_home / "memory.db")
-    assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe"]
+    assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "network", "encryption"]
     assert all(c["status"] == "ok" for c in data["checks"])
     t = cli("doctor")
     assert t.code == 0 and "✓ schema" in t.out and "✓ write-probe" in t.out and "✗" not in t.out
