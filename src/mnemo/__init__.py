@@ -6,9 +6,19 @@
 ...     hits = m.recall("how do we deploy?", scope="project:app")
 """
 
-from ._core import Mnemo
-from ._models import MEMORY_TYPES, Hit, Memory
-from .errors import (
+import os as _os
+import sys as _sys
+
+if "numpy" not in _sys.modules:
+    # OpenBLAS's idle workers spin for ~2^28 cycles after each matrix product; on two cores that
+    # starves the embedding engine's OpenMP threads (a 12 ms query embedding became 80-110 ms
+    # in a process that also scans vectors). A short timeout keeps both fast; set it to
+    # override. It must be in place before numpy loads OpenBLAS.
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from ._core import Mnemo  # noqa: E402
+from ._models import MEMORY_TYPES, Hit, Memory  # noqa: E402
+from .errors import (  # noqa: E402
     CorruptStoreError,
     EmbedderError,
     ImportFormatError,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-from importlib import resources
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -46,6 +45,9 @@ from .errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFou
 _NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
 #: candidates each channel contributes before fusion
 CANDIDATES = 100
+#: a query term found in more than this share of rows (and at least COMMON_MIN_ROWS) is left out
+COMMON_SHARE = 0.05
+COMMON_MIN_ROWS = 2000
 
 
 class Mnemo(MaintenanceOps):
@@ -331,25 +333,46 @@ class Mnemo(MaintenanceOps):
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
+                terms = self._drop_common_terms(terms)
                 match = _text.fts_match_expression(terms + _text.translations(terms), phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))
             if mode == "hybrid" and bm25:
                 missing = [pk for pk in bm25 if pk not in cosines]
                 cosines.update(idx.similarity(qvec, missing))
-            memories = self.store.get_many_by_pk(list({*cosines, *bm25}))
-        if filters.tags:  # the vector channel cannot see tags; the SQL channel already applied them
-            memories = {pk: m for pk, m in memories.items() if all(t in m.tags for t in filters.tags)}
-        hits = score_candidates(
-            memories, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
+            # score on a narrow projection; only the winners become Memory objects
+            rows = self.store.scoring_rows(list({*cosines, *bm25}), tags=filters.tags)
+        scored = score_candidates(
+            rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
             baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
         )
         floor = self.weights.min_score if min_score is None else float(min_score)
-        hits = [h for h in hits if h.score >= floor and (min_similarity is None or (h.similarity or -1.0) >= min_similarity)]
-        hits = hits[: int(top_k)]
+        scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]
+        scored = scored[: int(top_k)]
+        memories = self.store.get_many_by_pk([s.pk for s in scored])
+        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=s.explain) for s in scored if s.pk in memories]
         if touch and hits:
             self._touch([h.memory.id for h in hits])
         return hits
+
+    def _drop_common_terms(self, terms: list[str]) -> list[str]:
+        """Leave out query terms that occur in a large share of a large store.
+
+        FTS5 scores and sorts every row an OR-query matches; at 100k memories a question's
+        filler words and names match ~30% of rows and cost ~35 ms, while their IDF adds almost
+        nothing to the ranking. Small stores (under ``COMMON_MIN_ROWS`` per term) are untouched;
+        when every term is common, the rarest few are kept."""
+        if len(terms) < 2:
+            return terms
+        total = self.store.fts_row_count()
+        limit = max(COMMON_MIN_ROWS, COMMON_SHARE * total)
+        if total <= limit:
+            return terms
+        df = self.store.doc_freqs(terms)
+        kept = [t for t in terms if df.get(t, 0) <= limit]
+        if not kept:
+            kept = sorted(terms, key=lambda t: df.get(t, 0))[:3]
+        return kept
 
     def recall_batch(self, items: Iterable[dict[str, Any]], *, top_k: int = 10, **defaults: Any) -> list[dict[str, Any]]:
         """Run many recalls at once (query vectors embedded in one batch); never counts as access.
@@ -382,7 +405,7 @@ class Mnemo(MaintenanceOps):
         """Vectors of the unrelated anchor sentences for this model (cached in the store)."""
         name = self.embedder.name
         if self._anchor_vecs is None or self._anchor_vecs[0] != name:
-            texts = [t for t in resources.files("mnemo").joinpath("data/anchors.txt").read_text("utf-8").splitlines() if t.strip()]
+            texts = [t for t in (_text.DATA / "anchors.txt").read_text("utf-8").splitlines() if t.strip()]
             hashes = [_text.text_hash("anchor:" + t) for t in texts]
             cached = self.store.get_embeddings(name, hashes)
             if len(cached) < len(hashes):

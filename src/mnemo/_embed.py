@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -172,6 +170,9 @@ class OpenAIEmbedder:
         self.dim = dim or 0
 
     def _post(self, texts: list[str]) -> np.ndarray:
+        import urllib.error  # only this model talks to the network; keep it off the cold path
+        import urllib.request
+
         body = json.dumps({"model": self.model, "input": texts}).encode()
         req = urllib.request.Request(
             self.base_url + "/embeddings",

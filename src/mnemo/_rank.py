@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ._embed import Calibration
-from ._models import Hit, Memory, parse_time
 
 #: default relevance floor on ``score``: below it a memory is noise, not memory
 DEFAULT_MIN_SCORE = 0.15
@@ -60,8 +60,18 @@ def lexical_relevance(bm25: float | None, n_terms: int) -> float:
     return _soft(bm25 / math.sqrt(max(n_terms, 1)))
 
 
+@dataclass
+class Scored:
+    """One candidate's final score (``pk`` is the store's row key)."""
+
+    pk: int
+    score: float
+    similarity: float | None
+    explain: dict[str, Any] | None
+
+
 def score_candidates(
-    memories: dict[int, Memory],
+    rows: dict[int, tuple[float, float, int, float, float | None]],
     cosines: dict[int, float],
     bm25: dict[int, float],
     *,
@@ -73,12 +83,13 @@ def score_candidates(
     weights: Weights,
     window: tuple[float, float] | None,
     explain: bool,
-) -> list[Hit]:
-    """Score every candidate and return hits sorted best first (no floor applied)."""
+) -> list[Scored]:
+    """Score candidates given as ``pk -> (importance, confidence, access_count, created_epoch,
+    last_accessed_epoch)`` and return them best first (no floor applied)."""
     now_ts = now.timestamp()
     half_life = max(weights.half_life_days, 0.01) * 86400.0
-    hits: list[Hit] = []
-    for pk, mem in memories.items():
+    out: list[Scored] = []
+    for pk, (importance, confidence, access_count, created, last_access) in rows.items():
         cos = cosines.get(pk)
         lex = bm25.get(pk, 0.0)
         d_rel = dense_relevance(cos, baseline, calibration)
@@ -90,16 +101,13 @@ def score_candidates(
         else:
             w = calibration.dense_weight
             relevance = max(w * d_rel + (1.0 - w) * l_rel, LEXICAL_ALONE * l_rel)
-        created = parse_time(mem.created_at).timestamp()
-        last_use = max(created, parse_time(mem.last_accessed_at).timestamp() if mem.last_accessed_at else created)
-        age = max(0.0, now_ts - last_use)
-        recency = 0.5 ** (age / half_life)
-        f_importance = 0.8 + 0.4 * mem.importance
-        f_confidence = 0.8 + 0.2 * mem.confidence
+        last_use = max(created, last_access or created)
+        recency = 0.5 ** (max(0.0, now_ts - last_use) / half_life)
+        f_importance = 0.8 + 0.4 * importance
+        f_confidence = 0.8 + 0.2 * confidence
         f_recency = 0.9 + 0.1 * recency
-        f_access = 1.0 + min(0.1, 0.03 * math.log1p(mem.access_count))
-        in_window = window is not None and window[0] <= created < window[1]
-        f_time = TIME_BOOST if in_window else 1.0
+        f_access = 1.0 + min(0.1, 0.03 * math.log1p(access_count))
+        f_time = TIME_BOOST if window is not None and window[0] <= created < window[1] else 1.0
         score = relevance * f_importance * f_confidence * f_recency * f_access * f_time
         info = None
         if explain:
@@ -117,6 +125,6 @@ def score_candidates(
                 "time_factor": f_time,
                 "score": round(score, 4),
             }
-        hits.append(Hit(memory=mem, score=score, similarity=cos, explain=info))
-    hits.sort(key=lambda h: (-h.score, h.memory.id))
-    return hits
+        out.append(Scored(pk, score, cos, info))
+    out.sort(key=lambda s: (-s.score, -s.pk))
+    return out

@@ -214,6 +214,7 @@ class SQLiteStore:
         except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
             raise StoreError(f"cannot open {self.path}: {exc}") from None
         self._txn_depth = 0
+        self._vocab = False
         if new:
             _private(self.path)
 
@@ -446,6 +447,36 @@ class SQLiteStore:
             chunk = list(pks[i : i + 500])
             for row in self.conn.execute(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk IN ({','.join('?' * len(chunk))})", chunk):
                 out[row[0]] = _row_to_memory(row[1:])
+        return out
+
+    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None) -> dict[int, tuple[float, float, int, float, float | None]]:
+        """What ranking needs of each candidate, ``pk -> (importance, confidence, access_count,
+        created_epoch, last_accessed_epoch)``; with ``tags``, only memories carrying all of them."""
+        out: dict[int, tuple[float, float, int, float, float | None]] = {}
+        tag_sql = "".join(" AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)" for _ in tags or ())
+        for i in range(0, len(pks), 500):
+            chunk = list(pks[i : i + 500])
+            sql = (
+                "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at) "
+                f"FROM memories WHERE pk IN ({','.join('?' * len(chunk))}){tag_sql}"
+            )
+            for pk, imp, conf, acc, created, last in self.conn.execute(sql, [*chunk, *(tags or ())]):
+                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last))
+        return out
+
+    def fts_row_count(self) -> int:
+        """Rows in the full-text index (every memory, any status)."""
+        return int(self.conn.execute("SELECT COALESCE(MAX(pk), 0) FROM memories").fetchone()[0])
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many full-text rows contain each single-token term (fts5vocab, one lookup each)."""
+        if not self._vocab:
+            self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_vocab USING fts5vocab(main, memory_fts, 'row')")
+            self._vocab = True
+        out: dict[str, int] = {}
+        for term in terms:
+            row = self.conn.execute("SELECT doc FROM temp.memory_vocab WHERE term = ?", (term,)).fetchone()
+            out[term] = 0 if row is None else int(row[0])
         return out
 
     def pk_of(self, memory_id: str) -> int | None:

@@ -14,8 +14,10 @@ import hashlib
 import re
 import unicodedata
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
+#: the package's data files (technical terms, glossary, anchor sentences)
+DATA = Path(__file__).resolve().parent / "data"
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # words: letters/digits with inner . + # - _ (node.js, c++, c#, gpt-4o, snake_case)
@@ -77,7 +79,7 @@ def text_hash(text: str) -> str:
 @lru_cache(maxsize=1)
 def _terms() -> tuple[tuple[str, ...], re.Pattern[str] | None]:
     """Technical terms (lowercase) and a regex that finds the multi-word ones."""
-    raw = resources.files("mnemo").joinpath("data/terms.txt").read_text("utf-8")
+    raw = (DATA / "terms.txt").read_text("utf-8")
     terms = tuple(
         t.strip().casefold() for t in raw.splitlines() if t.strip() and not t.startswith("#")
     )
@@ -162,7 +164,7 @@ def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]
 @lru_cache(maxsize=1)
 def _glossary() -> dict[str, tuple[str, ...]]:
     """Term → its translations (both directions), as index tokens (normalised, stemmed)."""
-    raw = resources.files("mnemo").joinpath("data/glossary.tsv").read_text("utf-8")
+    raw = (DATA / "glossary.tsv").read_text("utf-8")
     table: dict[str, set[str]] = {}
     for line in raw.splitlines():
         if not line.strip() or line.startswith("#"):

@@ -63,6 +63,9 @@ class VectorIndex:
 
     def apply(self, rows: Iterable[tuple[Any, ...]]) -> int:
         """Apply ``(pk, seq, scope, type, status, created_epoch, vector|None)`` rows; returns how many."""
+        rows = list(rows)
+        if self._n == 0 and rows:
+            return self._load(rows)
         count = 0
         for pk, seq, scope, mtype, status, created, blob in rows:
             count += 1
@@ -90,6 +93,25 @@ class VectorIndex:
             self._created[pos] = float(created or 0.0)
             self._valid[pos] = True
         return count
+
+    def _load(self, rows: list[tuple[Any, ...]]) -> int:
+        """First load, vectorised: one join of the blobs instead of a Python loop per row."""
+        good = [r for r in rows if r[6] is not None and len(r[6]) == 4 * self.dim]
+        self.seq = max(int(r[1]) for r in rows)
+        n = len(good)
+        if n == 0:
+            return len(rows)
+        self._grow(n)
+        self._matrix[:n] = np.frombuffer(b"".join(r[6] for r in good), dtype=np.float32).reshape(n, self.dim)
+        self._pk[:n] = [r[0] for r in good]
+        self._scope[:n] = [self._code("scope", r[2]) for r in good]
+        self._type[:n] = [self._code("type", r[3]) for r in good]
+        self._status[:n] = [self._code("status", r[4]) for r in good]
+        self._created[:n] = [float(r[5] or 0.0) for r in good]
+        self._valid[:n] = True
+        self._pos = {int(r[0]): i for i, r in enumerate(good)}
+        self._n = n
+        return len(rows)
 
     def mask(
         self,

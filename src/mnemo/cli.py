@@ -18,7 +18,19 @@ from typing import Any
 
 import click
 
-from . import _config, _render
+from . import _config
+
+
+class _LazyRender:
+    """``_render`` imported on first use: Rich costs ~30 ms that a --json run never needs."""
+
+    def __getattr__(self, name: str) -> Any:
+        from . import _render as module
+
+        return getattr(module, name)
+
+
+_render: Any = _LazyRender()
 from .errors import ImportFormatError, MnemoError
 
 #: CLI command → ``Mnemo`` operation (a test checks every operation is reachable)
