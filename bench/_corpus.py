@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -275,15 +274,8 @@ def build_store(n: int, log: Callable[[str], None] = print) -> Path:
     for suffix in ("-wal", "-shm"):
         Path(f"{tmp}{suffix}").unlink(missing_ok=True)
     os.replace(tmp, path)
-    for old in CACHE.glob(f"store-{n}-*.db"):  # older generations of this size
+    for old in CACHE.glob(f"store-{n}-*"):  # older generations of this size (and their -wal/-shm)
         if old != path:
             old.unlink()
     log(f"  built {path.name} in {time.perf_counter() - t0:.0f} s ({path.stat().st_size / 2**20:.0f} MiB)")
     return path
-
-
-def copy_store(src: Path, dest_dir: Path) -> Path:
-    """A private copy of a cached store (so a run never writes into the cache)."""
-    dest = dest_dir / src.name
-    shutil.copyfile(src, dest)
-    return dest

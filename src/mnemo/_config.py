@@ -36,6 +36,12 @@ def _path(value: Any) -> str:
     return str(value)
 
 
+def _patterns(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ValueError(value)
+    return dict(value)
+
+
 def _bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -57,6 +63,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
     Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),
     Setting("embed_api_key_env", "MNEMO_EMBED_API_KEY", str, "name of the environment variable holding that endpoint's API key"),
+    Setting("redact", True, _bool, "mask secrets and personal data before anything is stored, embedded or sent"),
+    Setting("redact_disable", "", str, "comma-separated detectors to turn off (see `mnemo redact --help`)"),
+    Setting("redact_enable", "", str, "comma-separated detectors that are off by default to turn on (ip)"),
+    Setting("redact_allow", "", str, "comma-separated exact strings never to mask (false positives)"),
+    Setting("redact_patterns", {}, _patterns, "config.toml table of extra patterns: NAME = \"regex\" (masked as [NAME])"),
     Setting("encrypt", False, _bool, "create new stores encrypted (the key: MNEMO_KEY, the OS keyring, or key_file)"),
     Setting("key_file", "", _path, "key file of an encrypted store (default: key in the mnemo home; created 0600)"),
 )
@@ -88,6 +99,21 @@ class Config:
     @property
     def db(self) -> str:
         return self.values["db"] or str(home() / "memory.db")
+
+    def redactor(self) -> Any:
+        """The configured Redactor, or False when redaction is off."""
+        if not self.values["redact"]:
+            return False
+        from ._redact import Redactor
+
+        def items(name: str) -> list[str]:
+            return [x.strip() for x in str(self.values[name]).split(",") if x.strip()]
+
+        try:
+            return Redactor(disabled=items("redact_disable"), enabled=items("redact_enable"),
+                            extra_patterns=self.values["redact_patterns"], allow=items("redact_allow"))
+        except ValueError as exc:
+            raise InvalidInputError(f"redaction settings: {exc}") from None
 
     @property
     def key_file(self) -> Path:
@@ -127,5 +153,5 @@ def _convert(s: Setting, value: Any, where: str) -> Any:
     try:
         return s.kind(value)
     except (TypeError, ValueError):
-        kind = {"_bool": "true/false", "_path": "path"}.get(s.kind.__name__, s.kind.__name__)
+        kind = {"_bool": "true/false", "_path": "path", "_patterns": "table of NAME = \"regex\""}.get(s.kind.__name__, s.kind.__name__)
         raise InvalidInputError(f"{where}: setting {s.name} = {value!r} is not a valid {kind}") from None

@@ -37,6 +37,7 @@ from ._models import (
     utcnow,
 )
 from ._rank import Weights, score_candidates
+from ._redact import DETECTORS, Redacted, Redactor
 from ._sqlite import Filters, SQLiteStore
 from ._vindex import VectorIndex
 from .errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
@@ -57,7 +58,9 @@ class Mnemo(MaintenanceOps):
     ``embed_base_url``); ``embedder`` passes a ready object instead (tests, custom models).
     ``scope`` is the default scope for writes and the project scope that recall adds to
     ``global``. ``create=False`` refuses to create a missing store. ``key`` opens (or creates)
-    an encrypted store.
+    an encrypted store. ``redactor`` masks secrets and personal data in everything written and
+    every query before it is stored, embedded or indexed (``True``: the default detectors;
+    a :class:`~mnemo._redact.Redactor` to configure them; ``False`` to turn redaction off).
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class Mnemo(MaintenanceOps):
         embed_base_url: str | None = None,
         threads: int | None = None,
         key: str | None = None,
+        redactor: Redactor | None | bool = True,
     ):
         target = os.fspath(path_or_url)
         if target.startswith(("postgres://", "postgresql://")):
@@ -83,6 +87,7 @@ class Mnemo(MaintenanceOps):
         if min_score is not None:
             self.weights.min_score = float(min_score)
         self._embedder = embedder
+        self.redactor: Redactor | None = Redactor() if redactor is True else (redactor or None)
         self._model_name = model
         self._embed_base_url = embed_base_url
         self._threads = threads
@@ -199,8 +204,34 @@ class Mnemo(MaintenanceOps):
                     out.append((mem, "created"))
         return out
 
+    def _clean_query(self, query: str) -> str:
+        """A query is embedded (perhaps by an endpoint) like any text, so it is redacted too."""
+        return query if self.redactor is None else self.redactor.redact(query).text.strip()
+
+    def redact(self, text: str) -> Redacted:
+        """What redaction would do to ``text`` (nothing is stored): the masked text and findings."""
+        return self.redact_with(self.redactor or False, text)
+
+    @staticmethod
+    def redact_with(redactor: Redactor | bool, text: str) -> Redacted:
+        """Redact ``text`` with a given redactor (``False``: none) without opening a store."""
+        if not isinstance(text, str):
+            raise InvalidInputError("text must be a string")
+        if redactor is True:
+            redactor = Redactor()
+        return (redactor or Redactor(disabled=DETECTORS)).redact(text)
+
     def _prepare(self, r: dict[str, Any]) -> Memory:
         content = check_content(r.get("content"))
+        metadata = check_metadata(r.get("metadata"))
+        if self.redactor is not None:
+            red = self.redactor.redact(content)
+            if red.findings:
+                # what kinds were masked, never the values
+                metadata = {**metadata, "redacted": red.kinds}
+                content = red.text.strip()
+                if not content:
+                    raise InvalidInputError("nothing is left to remember once the <private> parts are removed")
         now = utcnow()
         created = parse_time(r["created_at"], field_name="created_at") if r.get("created_at") else now
         mid = r.get("id")
@@ -219,7 +250,7 @@ class Mnemo(MaintenanceOps):
             created_at=format_time(created),
             updated_at=format_time(now),
             content_hash=_text.content_hash(content),
-            metadata=check_metadata(r.get("metadata")),
+            metadata=metadata,
         )
 
     def _merge_repeat(self, existing: Memory, new: Memory) -> Memory:
@@ -311,6 +342,9 @@ class Mnemo(MaintenanceOps):
         if not 1 <= int(top_k) <= 1000:
             raise InvalidInputError("top_k must be between 1 and 1000")
         filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until)
+        query = self._clean_query(query)
+        if not query:
+            return []  # the query was all <private>: nothing may be searched for
         now_dt = parse_time(now, field_name="now") if now else utcnow()
         window = _time_window(query, now_dt.astimezone())  # the user's own day and week boundaries
         k_cand = max(CANDIDATES, top_k * 4)
@@ -388,7 +422,7 @@ class Mnemo(MaintenanceOps):
             self._check_model()
             for start in range(0, len(rows), 64):
                 part = rows[start : start + 64]
-                vecs = self._embed([r["query"] for r in part], query=True)
+                vecs = self._embed([self._clean_query(r["query"]) or "-" for r in part], query=True)
                 for j in range(len(part)):
                     qvecs[start + j] = vecs[j]
         out = []

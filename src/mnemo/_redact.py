@@ -7,8 +7,8 @@ ISO 7064 checksum and birth date, cards by Luhn, IBANs by mod 97, so order numbe
 version strings survive. Assignments (``password=…``, ``"api_key": "…"``, ``密码是 …``) mask only
 the value, and only when it looks like a value rather than code (``token: str`` survives).
 
-It runs on every write, so it is stdlib only, the regexes are compiled once, and the common case
-(no findings) costs a few dozen regex scans over the text.
+It runs on every write, so it is stdlib only, the regexes are compiled once, and most detectors
+skip a text after a substring test: about 20 µs for 200 characters with nothing to mask.
 
 >>> Redactor().redact("call me at 138 0013 8000").text
 'call me at [PHONE]'
@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Mapping
 
 DETECTORS: tuple[str, ...] = (
@@ -29,13 +30,12 @@ DETECTORS: tuple[str, ...] = (
 )  # also the priority order: on overlap the earlier (more specific) detector wins
 DEFAULT_OFF: frozenset[str] = frozenset({"ip"})  # IPs are rarely personal in notes, often useful
 
-_PLACEHOLDERS: dict[str, tuple[str, str]] = {  # kind -> (Chinese, English)
-    "cn_mobile": ("[手机号]", "[PHONE]"), "cn_landline": ("[电话]", "[PHONE]"),
-    "cn_id": ("[身份证号]", "[ID_NUMBER]"), "bank_card": ("[银行卡号]", "[CARD_NUMBER]"),
-    "iban": ("[IBAN]", "[IBAN]"), "email": ("[邮箱]", "[EMAIL]"), "ip": ("[IP]", "[IP]"),
+_PLACEHOLDERS: dict[str, tuple[str, str]] = {  # kind -> (English, Chinese); every secret kind is [SECRET]
+    "cn_mobile": ("[PHONE]", "[手机号]"), "cn_landline": ("[PHONE]", "[电话]"),
+    "cn_id": ("[ID_NUMBER]", "[身份证号]"), "bank_card": ("[CARD_NUMBER]", "[银行卡号]"),
+    "iban": ("[IBAN]", "[IBAN]"), "email": ("[EMAIL]", "[邮箱]"), "ip": ("[IP]", "[IP]"),
     "private": ("", ""),
 }
-_SECRET = ("[SECRET]", "[SECRET]")
 
 _A = re.ASCII  # \d and \w must not match Han or full-width digits, or "电话13800138000" never matches
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -44,6 +44,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _FULLWIDTH = re.compile(r"[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
 _FW_TABLE = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 
+_SEPARATORS = re.compile(r"[ -]")
 _Span = tuple[int, int]
 _Scanner = Callable[[str], Iterator[_Span]]
 
@@ -64,25 +65,30 @@ _GOOGLE = re.compile(r"(?<![\w-])(?:AIza[\w-]{30,}|GOCSPX-[\w-]{28}|ya29\.[\w-]{
 # scheme://user:password@host — only the password group is masked; greedy so "p@ss" stays whole
 _CONN = re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]*://[^\s:/?#@]*:([^\s/]+)@(?=[^\s@/])", re.I | _A)
 
-_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd?|secret|token|api[_-]?key|apikey|access[_-]?key"
-        r"|private[_-]?key|auth[_-]?key|credentials?)(?:[_.-][A-Za-z0-9]+)*|密码|口令|密钥|秘钥|私钥|令牌|授权码")
+_KEY = (r"(?:pass(?:word|wd|phrase)?|pwd?|secret|token|api[_ -]?key|access[_ -]?key|private[_ -]?key"
+        r"|auth[_ -]?key|credentials?)(?:[_.-][A-Za-z0-9]+)*|密码|口令|密钥|秘钥|私钥|令牌|授权码")
 _BARE = r"[A-Za-z0-9!#$%&*+\-./:=?@\\^_|~]+"
 _VALUE = rf"""(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<bare>{_BARE}))"""
 _ONE_LINE_VALUE = rf"""(?:"[^"\n]*"|'[^'\n]*'|`[^`\n]*`|{_BARE})[ \t]*(?:\r?\n|$)"""
+_ZH_SEP = r"(?:是|为|改成了?|改为|设为|设置为|换成了?)[ \t\u3000]*[:：]?"  # 密码是 / 密码改成 …
 _ASSIGN = re.compile(
     rf"""(?P<key>{_KEY})["']?\]?
-    (?:[ \t\u3000]*(?:=>|:=|=(?!=)|[:：]|(?:是|为)[ \t\u3000]*[:：]?)[ \t\u3000]*(?:\r?\n[ \t]*(?={_ONE_LINE_VALUE}))?
-      |[ \t]+(?:is|was)[ \t]+(?=["'`]))
+    (?:[ \t\u3000]*(?:=>|:=|=(?!=)|[:：]|{_ZH_SEP})[ \t\u3000]*
+       (?:\r?\n[ \t]*(?={_ONE_LINE_VALUE}))?   # "密码：" with the value alone on the next line
+     |[ \t]+(?P<is>is|was)[ \t]+              # "my password is hunter2" (checked harder below)
+     |(?<=[\u4e00-\u9fff])(?P<sp>[ \t\u3000]+))  # "密码 abc12345": a Chinese key and just a space
     {_VALUE}""", re.I | re.X | _A)
 _HEADER_OR_FLAG = re.compile(  # "Authorization: Bearer …", "--password hunter2"
     r"(?<![\w-])(?:bearer|basic)[ \t]+([A-Za-z0-9._~+/=-]{8,})"
-    r"|(?<![\w-])--(?:password|passwd|token|secret|api-key|auth-token|access-token)[ \t]+[\"']?([^\s\"'`]+)", re.I | _A)
+    r"|(?<![\w-])--(?:password|passwd|token|secret|api-key|auth-token|access-token)[ \t]+[\"']?([^\s\"'`]+)"
+    r"|\bmysql(?:dump|admin)?\b[^\n]*?[ \t]-p([^\s\"'`]+)", re.I | _A)  # mysql -u root -pS3cret
 _ANNOT_DEFAULT = re.compile(r"""(?:\[[^\]\n]*\])?(?:[ \t]*\|[ \t]*\w+)*[ \t]*=[ \t]*(["'])([^"'\n]*)\1""")
 _DOTTED = re.compile(r"[A-Za-z_]+(?:\.[A-Za-z_]\w*)+", _A)  # self.password, os.environ, settings.KEY
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", _A)
 _CAMEL = re.compile(r"[A-Z][A-Za-z]*", _A)
 _SEGMENT = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", _A)  # snake_case / camelCase parts
-_CODE_SEGMENTS = frozenset("password passwd pass pwd pw secret token key api apikey auth credential credentials".split())
+_CODE_SEGMENTS = frozenset("password passwd pass pwd pw secret token key api apikey auth credential credentials"
+                           .split())
 _PROSE_NEXT = re.compile(r" [a-z]+\b", _A)
 _WORDISH = re.compile(r"[A-Za-z]+|[a-z]+(?:[-_ ][a-z]+)*", _A)
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -101,7 +107,7 @@ def _placeholder(value: str) -> bool:
     """Example or template values (``<your-token>``, ``${DB_PASS}``, ``****``, ``[SECRET]``)."""
     return (not value or value[0] in "[<{$%" or "..." in value or "…" in value
             or (len(set(value)) == 1 and not value.isdigit())  # "****", "xxxx" — but "888888" is a PIN
-            or value.lower().startswith(("your_", "your-", "my_", "my-")))
+            or value.lower().startswith(("your_", "your-")))
 
 
 def _mixed(value: str) -> bool:
@@ -151,19 +157,17 @@ def _assign_matches(t: str, low: str) -> Iterator[re.Match[str]]:
         return
     # Try the (case-insensitive, hence slow to scan) key/value regex only where a key word
     # starts: a handful of str.find calls instead of a 20 µs regex pass per text.
-    starts = sorted({i for h in _KEY_HINTS for i in _find_all(low, h)})
+    starts = set()
+    for h in _KEY_HINTS:
+        i = low.find(h)
+        while i >= 0:
+            starts.add(i)
+            i = low.find(h, i + 1)
     end = 0
-    for i in starts:
+    for i in sorted(starts):
         if i >= end and (m := _ASSIGN.match(t, i)):
             end = m.end()
             yield m
-
-
-def _find_all(s: str, sub: str) -> Iterator[int]:
-    i = s.find(sub)
-    while i >= 0:
-        yield i
-        i = s.find(sub, i + 1)
 
 
 def _scan_assignment(t: str) -> Iterator[_Span]:
@@ -172,10 +176,10 @@ def _scan_assignment(t: str) -> Iterator[_Span]:
         span = _assigned_value(m, t)
         if span:
             yield span
-    if not any(h in low for h in ("bearer", "basic", "--")):
+    if not any(h in low for h in ("bearer", "basic", "--", "mysql")):
         return
     for m in _HEADER_OR_FLAG.finditer(t):
-        g = 1 if m.group(1) is not None else 2
+        g = next(g for g in (1, 2, 3) if m.group(g) is not None)
         v = m.group(g).rstrip(".,;:?")
         random = _mixed(v) or (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v))
         if not _placeholder(v) and (random if g == 1 else not (v.isalpha() and v.islower())):
@@ -212,11 +216,13 @@ def _assigned_value(m: re.Match[str], t: str) -> _Span | None:
         if _DOTTED.fullmatch(value) or value.startswith(("/", "~/", "./")):
             return None  # attribute access or a path (PWD=/home/me)
         if _IDENT.fullmatch(value) and (low in full_key or (
-                _CODE_SEGMENTS.intersection(s.lower() for s in _SEGMENT.findall(value))
+                _CODE_SEGMENTS.intersection(p.lower() for p in _SEGMENT.findall(value))
                 and ("_" in value or not any(c.isdigit() for c in value)))):
             return None  # password=password, token=access_token, api_key=YOUR_API_KEY (not Secret123)
         if password_like and value.isalpha() and value.islower() and _PROSE_NEXT.match(t, end):
             return None  # "Password: reset it tomorrow" is prose, not a password
+        if (m.group("is") or m.group("sp")) and value.isalpha():
+            return None  # "the password is stored in the vault" — in prose, only digits/symbols convince
     if _placeholder(value) or value.lower() in _CODE_WORDS:
         return None
     if password_like:
@@ -227,12 +233,15 @@ def _assigned_value(m: re.Match[str], t: str) -> _Span | None:
 
 
 # --- personal data -------------------------------------------------------------------------------
-_EMAIL = re.compile(r"(?<![\w.%+-])[A-Za-z0-9][\w.%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.([A-Za-z]{2,24})(?![\w-])", _A)
-_FILE_EXT = frozenset("png jpg jpeg gif svg webp ico js ts tsx jsx css scss html json yaml yml toml md py rs go txt log zip".split())
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[A-Za-z0-9][\w.%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.([A-Za-z]{2,24})(?![\w-])", _A)
+_FILE_EXT = frozenset("png jpg jpeg gif svg webp ico js ts tsx jsx css scss html json yaml yml toml md py rs go "
+                      "txt log zip".split())
 # Patterns below start with a character class and check "no digit before" right after it: a
 # leading lookbehind stops re from skipping ahead to candidate characters (8 µs vs 1 µs per text).
-_CN_ID = re.compile(
-    r"([1-9](?<!\d[1-9])\d)\d{4}(?:[ ]?((?:19|20)\d\d)(\d\d)(\d\d)[ ]?\d{3}[\dXx]|(\d\d)(\d\d)(\d\d)\d{3})(?!\d)", _A)
+_CN_ID = re.compile(  # 6-digit area + YYYYMMDD + 3 + check digit, or the old 6 + YYMMDD + 3
+    r"([1-9](?<!\d[1-9])\d)\d{4}(?:[ ]?((?:19|20)\d\d)(\d\d)(\d\d)[ ]?\d{3}[\dXx]|(\d\d)(\d\d)(\d\d)\d{3})(?!\d)",
+    _A)
 _PROVINCES = frozenset("11 12 13 14 15 21 22 23 31 32 33 34 35 36 37 41 42 43 44 45 46 50 51 52 53 54 "
                        "61 62 63 64 65 71 81 82 83 91".split())
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -247,8 +256,9 @@ _IBAN_LEN = {c: int(n) for c, n in re.findall(r"([A-Z]{2})(\d\d)", (
 _MOBILE = re.compile(r"1[3-9]\d[ -]?\d{4}[ -]?\d{4}(?!\d)", _A)  # the +86 prefix is found looking back
 _MOBILE_PREFIX = re.compile(r"(?:(?:\+|00)?86[ -]?|[(（]\+?86[)）] ?)$", _A)
 _AREA = r"(?:10|2\d|[3-9]\d\d)"  # 010, 02x, 0xxx
-_LANDLINE = re.compile(
-    rf"[+0(（](?<!\d[+0(（])(?:(?<=\+)86[ -]?(?:[(（]0?{_AREA}[)）]|0?{_AREA}[ -])|(?<=0)086[ -]?(?:[(（]0?{_AREA}[)）]|0?{_AREA}[ -])"
+_AREA_AFTER_86 = rf"(?:[(（]0?{_AREA}[)）]|0?{_AREA}[ -])"
+_LANDLINE = re.compile(  # +86 / 0086 then area; or (0xx) / 0xx- — a bare 0xx12345678 is too ambiguous
+    rf"[+0(（](?<!\d[+0(（])(?:(?<=\+)86[ -]?{_AREA_AFTER_86}|(?<=0)086[ -]?{_AREA_AFTER_86}"
     rf"|(?<=[(（])0{_AREA}[)）]|(?<=0){_AREA}-)[ ]?\d{{3,4}}[ -]?\d{{4}}(?!\d)", _A)
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IP = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?!\w|\.\d)", _A)
@@ -270,54 +280,30 @@ def _id_ok(m: re.Match[str]) -> bool:
     return m.group(1) in _PROVINCES and _valid_date(1900 + int(m.group(5)), int(m.group(6)), int(m.group(7)))
 
 
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, c in enumerate(reversed(digits)):
-        n = int(c) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0
-
-
 def _card_ok(m: re.Match[str]) -> bool:
-    d = re.sub(r"[ -]", "", m.group())
-    # Issuer prefixes (Amex/JCB 3, Visa 4, Mastercard 5 and 2221-2720, UnionPay 6, old domestic
-    # 9): order numbers and timestamps start with 1 or a year "20xx", so they never qualify.
-    if not (d[0] in "3456" or (d[0] == "9" and len(d) in (16, 19)) or 2221 <= int(d[:4]) <= 2720):
+    d = _SEPARATORS.sub("", m.group())
+    # Issuer prefixes by length (Visa 4, Mastercard 51-55/2221-2720, Amex 34/37, Diners 30/36/38,
+    # JCB 35, UnionPay and Discover 6, old domestic 9): order numbers, timestamps and barcodes
+    # (1…, 20xx…, 69…13 digits) and IMEIs (15 digits, Luhn too) do not qualify.
+    n = len(d)
+    if not (d[0] == "4" and n in (13, 16, 19) or d[:2] in ("34", "37") and n == 15 or d[:2] in ("30", "36", "38")
+            and n == 14 or n >= 16 and (d[0] in "3569" or 2221 <= int(d[:4]) <= 2720)):
         return False
-    if len(d) == 18 and d[:2] in _PROVINCES and _valid_date(int(d[6:10]), int(d[10:12]), int(d[12:14])):
+    if n == 18 and d[:2] in _PROVINCES and _valid_date(int(d[6:10]), int(d[10:12]), int(d[12:14])):
         return False  # an ID number with a typo in its check digit, not a card
-    return _luhn(d)
+    doubled = (int(c) * 2 for c in d[-2::-2])  # Luhn
+    return (sum(int(c) for c in d[::-2]) + sum(x - 9 if x > 9 else x for x in doubled)) % 10 == 0
 
 
 def _scan_iban(t: str) -> Iterator[_Span]:
     pos = 0
     while m := _IBAN.search(t, pos):
-        pos = m.end()
-        compact = m.group().replace(" ", "")
-        n = _IBAN_LEN.get(compact[:2], 0)
-        if not n or len(compact) < n:
-            pos = m.start() + 1
-            continue
-        iban = compact[:n]  # the greedy match may run into a following word; the country fixes the length
-        if int("".join(str(int(c, 36)) for c in iban[4:] + iban[:4])) % 97 != 1:
-            pos = m.start() + 1
-            continue
-        end, seen = m.start(), 0
-        while seen < n:
-            seen += t[end] != " "
-            end += 1
-        pos = end
-        yield m.start(), end
-
-
-def _email_ok(m: re.Match[str]) -> bool:
-    # icon@2x.png is a file name; git@github.com is an SSH remote, not a person
-    return m.group(1).lower() not in _FILE_EXT and not m.group().lower().startswith("git@")
-
-
-def _ip_ok(m: re.Match[str]) -> bool:
-    first = m.group().split(".", 1)[0]
-    return m.group() != "0.0.0.0" and first not in ("127", "255")
+        pos = m.start() + 1  # a failed candidate may have swallowed the start of a real IBAN
+        n = _IBAN_LEN.get(m.group()[:2], 99)
+        iban = m.group().replace(" ", "")[:n]  # the greedy match may run into the next word
+        if len(iban) == n and int("".join(str(int(c, 36)) for c in iban[4:] + iban[:4])) % 97 == 1:
+            pos = m.start() + len(re.match(rf"(?: ?[A-Z0-9]){{{n}}}", m.group()).group())  # type: ignore[union-attr]
+            yield m.start(), pos
 
 
 def _scan_mobile(t: str) -> Iterator[_Span]:
@@ -333,7 +319,8 @@ _BUILTIN: dict[str, _Scanner] = {
     "private": _scan(_PRIVATE, hints=("<",)),
     "pem": _scan(_PEM, hints=("-----BEGIN",)),
     "jwt": _scan(_JWT, hints=("eyJ",)),
-    "api_key": _scan(_API_KEY, _key_ok, hints=("sk-", "k_live_", "k_test_", "hf_", "gsk_", "xai-", "npm_", "glpat-")),
+    "api_key": _scan(_API_KEY, _key_ok, hints=("sk-", "k_live_", "k_test_", "hf_", "gsk_", "xai-", "npm_",
+                                                "glpat-")),
     "aws_key": _scan_aws,
     "github_token": _scan(_GITHUB, hints=("gh", "github_pat_")),
     "slack_token": _scan(_SLACK, lambda m: m.group(1) is not None or any(c.isdigit() for c in m.group()),
@@ -341,13 +328,16 @@ _BUILTIN: dict[str, _Scanner] = {
     "google_key": _scan(_GOOGLE, hints=("AIza", "GOCSPX-", "ya29.")),
     "conn_string": _scan(_CONN, lambda m: not _placeholder(m.group(1)), group=1, hints=("://",)),
     "assignment": _scan_assignment,
-    "email": _scan(_EMAIL, _email_ok, hints=("@",)),
+    # icon@2x.png is a file name, git@github.com an SSH remote; 0.0.0.0/127.x/255.x are no one's address
+    "email": _scan(_EMAIL, lambda m: m.group(1).lower() not in _FILE_EXT and not m.group().startswith("git@"),
+                   hints=("@",)),
     "cn_id": _scan(_CN_ID, _id_ok),
     "iban": _scan_iban,
     "bank_card": _scan(_CARD, _card_ok),
     "cn_mobile": _scan_mobile,
     "cn_landline": _scan(_LANDLINE),
-    "ip": _scan(_IP, _ip_ok, hints=(".",)),
+    "ip": _scan(_IP, lambda m: m.group() != "0.0.0.0" and not m.group().startswith(("127.", "255.")),
+                hints=(".",)),
 }
 assert tuple(_BUILTIN) == DETECTORS
 
@@ -386,20 +376,25 @@ class Redactor:
         for what, names in (("disabled", disabled), ("enabled", enabled)):
             unknown = sorted(names - known)
             if unknown:
-                raise ValueError(f"unknown detector(s) in {what}: {', '.join(unknown)}; known: {', '.join(DETECTORS)}")
+                raise ValueError(f"unknown detector(s) in {what}: {', '.join(unknown)}; "
+                                 f"known: {', '.join(DETECTORS)}")
         self._scanners: list[tuple[str, _Scanner]] = [
             (n, _BUILTIN[n]) for n in DETECTORS if n not in disabled and (n not in DEFAULT_OFF or n in enabled)]
-        self._extra_names: dict[str, str] = {}
+        # kind -> placeholder, for English (False) and Chinese (True) text
+        self._placeholders = {zh: {n: _PLACEHOLDERS.get(n, ("[SECRET]", "[SECRET]"))[zh] for n in DETECTORS}
+                              for zh in (False, True)}
         for name, pattern in extra.items():
             if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in DETECTORS:
-                raise ValueError(f"extra pattern name {name!r} must be a new identifier-like name, not a built-in detector")
+                raise ValueError(f"extra pattern name {name!r} must be identifier-like (letters, digits, _) "
+                                 "and not the name of a built-in detector")
             try:
                 rx = re.compile(pattern)
             except (re.error, TypeError) as e:
                 raise ValueError(f"extra pattern {name!r} is not a valid regular expression: {e}") from None
             if name not in disabled:
                 self._scanners.append((name, _scan(rx)))
-                self._extra_names[name] = f"[{name.upper()}]"
+                for names in self._placeholders.values():
+                    names[name] = f"[{name.upper()}]"
         self._allow = frozenset(a for a in allow if a)
 
     def redact(self, text: str) -> Redacted:
@@ -410,7 +405,7 @@ class Redactor:
             for s, e in scanner(scan_text):
                 if s >= e or any(s < te and ts < e for ts, te, _ in taken):
                     continue  # an earlier detector (or an earlier match) already owns this text
-                if self._allow and (text[s:e] in self._allow or re.sub(r"[ -]", "", text[s:e]) in self._allow):
+                if self._allow and (text[s:e] in self._allow or _SEPARATORS.sub("", text[s:e]) in self._allow):
                     continue
                 taken.append((s, e, name))
         if not taken:
@@ -424,24 +419,15 @@ class Redactor:
         # Chinese placeholders when the text that stays is Chinese (a Han word inside a removed
         # <private> span should not decide the language of the rest).
         zh = any(_HAN.search(k) for k in kept)
-        findings = tuple(Finding(n, s, e, self._placeholder(n, zh)) for s, e, n in taken)
-        out = [kept[0]]
-        for f, k in zip(findings, kept[1:]):
-            out += (f.placeholder, k)
-        return Redacted("".join(out), findings)
-
-    def _placeholder(self, kind: str, zh: bool) -> str:
-        if kind in self._extra_names:
-            return self._extra_names[kind]
-        return _PLACEHOLDERS.get(kind, _SECRET)[0 if zh else 1]
+        findings = tuple(Finding(n, s, e, self._placeholders[zh][n]) for s, e, n in taken)
+        return Redacted("".join(k + f.placeholder for k, f in zip(kept, findings)) + kept[-1], findings)
 
 
-_DEFAULT: Redactor | None = None
+@lru_cache(maxsize=1)
+def _default() -> Redactor:
+    return Redactor()
 
 
 def redact(text: str) -> Redacted:
     """Redact with the default detectors (a shared :class:`Redactor`)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Redactor()
-    return _DEFAULT.redact(text)
+    return _default().redact(text)

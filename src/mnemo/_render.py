@@ -147,3 +147,12 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int
             bar.update(task, completed=done, total=total or None)
 
         yield tick
+
+
+def redaction(text: str, findings: list[dict[str, Any]]) -> None:
+    out.print(escape(text))
+    if not findings:
+        out.print("[dim]nothing to mask[/]")
+    for f in findings:
+        shown = f["placeholder"] or "(removed)"
+        out.print(f"  [yellow]{f['kind']}[/] {escape(repr(f['found']))} → {escape(shown)}")

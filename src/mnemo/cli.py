@@ -50,6 +50,7 @@ OPERATIONS: dict[str, str] = {
     "reindex": "reindex",
     "doctor": "doctor",
     "purge": "purge",
+    "redact": "redact",
 }
 
 
@@ -101,6 +102,7 @@ class CLIState:
             embed_base_url=c["embed_base_url"] or None,
             threads=c["embed_threads"] or None,
             key=key,
+            redactor=c.redactor(),
         )
         try:
             yield m
@@ -439,6 +441,21 @@ def doctor_cmd(state: CLIState) -> None:
     state.emit({"path": state.config.db, "checks": checks}, lambda: _render.doctor(checks))
     if any(c["status"] == "fail" for c in checks):
         sys.exit(1)
+
+
+@command("redact")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--dry-run", is_flag=True, default=True, help="Only show what would be masked (the default: this command never stores anything).")
+def redact_cmd(state: CLIState, text: tuple[str, ...], dry_run: bool) -> None:
+    """Show what redaction masks in TEXT (- reads stdin): secrets, keys, phone/ID/card numbers, e-mail, <private> spans."""
+    from ._core import Mnemo
+
+    content = " ".join(text)
+    if content == "-":
+        content = sys.stdin.read()
+    red = Mnemo.redact_with(state.config.redactor(), content)
+    findings = [{"kind": f.kind, "start": f.start, "end": f.end, "found": content[f.start:f.end], "placeholder": f.placeholder} for f in red.findings]
+    state.emit({"text": red.text, "kinds": red.kinds, "findings": findings}, lambda: _render.redaction(red.text, findings))
 
 
 @command("config")
