@@ -127,3 +127,17 @@ def test_nothing_leaks_to_an_embedding_endpoint(tmp_path: Path, endpoint: str) -
     sent = "\n".join(json.loads(s)["input"][i] for s in SENT for i in range(len(json.loads(s)["input"])))
     assert len(SENT) >= 2
     assert [n for n in needles if n in sent] == []
+
+
+def test_export_warns_about_world_writable_folders(cli, tmp_path: Path) -> None:
+    assert cli("save", "a memory to export").code == 0
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    r = cli("export", "-o", str(shared / "out.json"))
+    assert r.code == 0 and "every user can write to" in r.err
+    assert (shared / "out.json").stat().st_mode & 0o777 == 0o600
+    private = tmp_path / "mine"
+    private.mkdir(mode=0o700)
+    r = cli("export", "-o", str(private / "out.json"))
+    assert r.code == 0 and r.err == ""

@@ -404,12 +404,33 @@ def stats_cmd(state: CLIState) -> None:
 @click.option("--include-deleted", is_flag=True, help="Also export soft-deleted memories.")
 def export_cmd(state: CLIState, fmt: str, output: str | None, include_deleted: bool) -> None:
     """Export every memory as Markdown, JSON or JSON Lines."""
+    warning = _export_exposure(output)
+    if warning:
+        _render.err.print(f"warning: {warning}")
     with state.open() as m:
         if output is None:
             m.export(fmt, sys.stdout, include_deleted=include_deleted)
             return
         n = m.export(fmt, output, include_deleted=include_deleted)
     state.emit({"exported": n, "output": output, "format": fmt}, lambda: _render.line(f"exported {n} memories to {output}"))
+
+
+def _export_exposure(output: str | None) -> str | None:
+    """Why an export may be readable by others, if it may: exports hold the memories in clear."""
+    import stat
+
+    try:
+        if output is None:
+            st = os.fstat(sys.stdout.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_mode & stat.S_IROTH:
+                return "the export goes to a file other users can read (chmod 600 it)"
+            return None
+        folder = Path(output).expanduser().resolve().parent
+        if folder.stat().st_mode & stat.S_IWOTH:
+            return f"exporting into {folder}, which every user can write to; the file itself is created 0600"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 @command("import")
