@@ -189,3 +189,22 @@ def test_purge_all_erases_store_and_backups(cli, mnemo_home: Path) -> None:
     assert r.code == 0 and r.json()["purged"] == 1 and str(backup) in r.json()["removed_files"]
     assert cli("stats", "--json").json()["all_records"] == 0
     assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a", "机密计划".encode()]) == []
+
+
+def test_a_conversion_killed_midway_leaves_the_original_and_its_leftovers_are_cleaned(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+        m.remember(MARKER)
+    original = path.read_bytes()
+    # what a decrypt killed after the re-key step leaves: a plaintext copy beside the store
+    leftover = tmp_path / ".s.db.convert-99999"
+    leftover.write_bytes(SQLITE_HEADER + MARKER.encode())
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:  # the original still opens, intact
+        assert m.stats()["total"] == 1
+    assert path.read_bytes()[:64] == original[:64]
+    convert(path, old_key=KEY, new_key="k2")
+    assert not leftover.exists()
+    leftover.write_bytes(SQLITE_HEADER + MARKER.encode())
+    with Mnemo(path, embedder=FakeEmbedder(), key="k2") as m:
+        assert str(leftover) in m.purge(everything=True)["removed_files"]
+    assert not leftover.exists()

@@ -112,6 +112,8 @@ def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str |
     in atomically. Until the swap the original is untouched; if anything fails it stays as it was.
     Other mnemo processes must not write to the store meanwhile."""
     src_path = Path(path).expanduser()
+    for stale in stale_conversions(src_path):  # left by a conversion that was killed midway
+        stale.unlink(missing_ok=True)
     src = SQLiteStore(src_path, create=False, key=old_key)
     tmp = src_path.with_name(f".{src_path.name}.convert-{os.getpid()}")
     try:
@@ -149,6 +151,12 @@ def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str |
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
     return {"path": str(src_path), "encrypted": bool(new_key), **counts}
+
+
+def stale_conversions(path: Path) -> list[Path]:
+    """Temporary copies a killed ``convert`` left beside the store (a half-decrypted one holds
+    plaintext, so they are removed by the next conversion and by ``purge --all``)."""
+    return sorted(path.parent.glob(f".{path.name}.convert-*"))
 
 
 def _counts(conn: apsw.Connection) -> dict[str, int]:
@@ -426,7 +434,7 @@ class SQLiteStore:
 
     def backup_files(self) -> list[Path]:
         """Migration backups and other copies mnemo wrote beside the store."""
-        return sorted(self.path.parent.glob(f"{self.path.name}.backup-*"))
+        return sorted(self.path.parent.glob(f"{self.path.name}.backup-*")) + stale_conversions(self.path)
 
     def drop_embeddings_except(self, model: str) -> int:
         n = self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model != ?", (model,)).fetchone()[0]
