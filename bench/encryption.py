@@ -86,7 +86,7 @@ def main() -> None:
         print(f"\n{n:,} memories, {len(queries)} questions × {args.rounds} rounds")
         print(f"  {'':28} {'plain':>10} {'encrypted':>10} {'ratio':>7}")
         for k, unit in (("open_and_load_s", "s"), ("hybrid_p50_ms", "ms"), ("hybrid_p95_ms", "ms"), ("fts_p50_ms", "ms"), ("fts_p95_ms", "ms")):
-            print(f"  {k:28} {a[k]:>9.3f}{unit[0]} {b[k]:>9.3f}{unit[0]} {b[k] / a[k]:>6.2f}x")
+            print(f"  {k:28} {a[k]:>8.3f} {unit:<2} {b[k]:>8.3f} {unit:<2} {b[k] / a[k]:>6.2f}x")
 
 
 if __name__ == "__main__":
