@@ -6,7 +6,6 @@ recent · list · show/get · history · stats · export · import · reindex ·
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -38,7 +37,8 @@ from ._models import (
 )
 from ._rank import Weights, score_candidates
 from ._redact import DETECTORS, Redacted, Redactor
-from ._sqlite import Filters, SQLiteStore
+from ._sqlite import SQLiteStore
+from ._store import Filters, Store
 from ._vindex import VectorIndex
 from .errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
 
@@ -81,7 +81,7 @@ class Mnemo(MaintenanceOps):
         target = os.fspath(path_or_url)
         if target.startswith(("postgres://", "postgresql://")):
             raise StoreError("PostgreSQL stores are not available in this version of mnemo; use a SQLite file path")
-        self.store = SQLiteStore(target, create=create, key=key)
+        self.store: Store = SQLiteStore(target, create=create, key=key)
         self.scope = check_scope(scope)
         self.weights = Weights(half_life_days=half_life_days)
         if min_score is not None:
@@ -257,10 +257,7 @@ class Mnemo(MaintenanceOps):
         tags = list(dict.fromkeys([*existing.tags, *new.tags]))
         importance = max(existing.importance, new.importance)
         confidence = max(existing.confidence, new.confidence)
-        self.store.conn.execute(
-            "UPDATE memories SET tags = ?, importance = ?, confidence = ?, updated_at = ? WHERE id = ?",
-            (_json(tags), importance, confidence, format_time(utcnow()), existing.id),
-        )
+        self.store.update_fields(existing.id, tags=tags, importance=importance, confidence=confidence)
         self.store.add_event(existing.id, "merged", "exact repeat", {"source": new.source})
         existing.tags, existing.importance, existing.confidence = tags, importance, confidence
         return existing
@@ -539,10 +536,6 @@ class Mnemo(MaintenanceOps):
             "vectors": self.store.count_embeddings(),
             "schema_version": self.store.schema_version,
         }
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _time_window(query: str, now: datetime) -> tuple[float, float] | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from . import _text
+from ._store import Filters
 from ._migrations import LATEST_VERSION
 from ._models import STATUSES, Memory, format_time, parse_time, utcnow
 from .errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
@@ -291,21 +292,15 @@ class MaintenanceOps:
         mem = self._prepare({"content": marker, "scope": "mnemo:doctor"})
         vec = self._embed([marker], query=False)
         h = _text.text_hash(marker)
-        conn = self.store.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.store.rolled_back():
             self.store.put_embeddings(self.embedder.name, [(h, vec.shape[1], vec[0].tobytes())])
             self.store.insert(mem, embed_hash=h, tokens=_text.index_tokens(marker), cause="doctor")
             pk = self.store.pk_of(mem.id)
-            from ._sqlite import Filters
-
             terms, phrases = _text.query_terms(marker)
             fts_ok = any(p == pk for p, _ in self.store.fts_search(_text.fts_match_expression(terms, phrases) or "", Filters(scopes=["mnemo:doctor"]), 5))
             blob = self.store.get_embeddings(self.embedder.name, [h]).get(h)
             vec_ok = blob is not None and len(blob) == vec.nbytes
-        finally:
-            conn.execute("ROLLBACK")
-            self._index = None
+        self._index = None
         ok = fts_ok and vec_ok
         return ok, "write, full-text and vector probe ok (rolled back)" if ok else f"probe failed (full-text {fts_ok}, vector {vec_ok})", "run `mnemo reindex`"
 

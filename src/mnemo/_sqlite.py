@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -22,6 +21,7 @@ import apsw
 
 from ._migrations import LATEST_VERSION, MIGRATIONS
 from ._models import Memory, format_time, utcnow
+from ._store import Filters
 from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -34,42 +34,6 @@ _COLUMNS = (
     "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
     "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata"
 )
-
-
-@dataclass
-class Filters:
-    """Which memories a query may see. ``scopes=None`` means every scope."""
-
-    scopes: list[str] | None = None
-    types: list[str] | None = None
-    tags: list[str] | None = None
-    since: str | None = None
-    until: str | None = None
-    statuses: tuple[str, ...] = ("active",)
-
-    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
-        """SQL condition and bindings for these filters over table alias ``alias``."""
-        conds: list[str] = []
-        args: list[Any] = []
-        if self.statuses:
-            conds.append(f"{alias}.status IN ({','.join('?' * len(self.statuses))})")
-            args.extend(self.statuses)
-        if self.scopes is not None:
-            conds.append(f"{alias}.scope IN ({','.join('?' * len(self.scopes))})")
-            args.extend(self.scopes)
-        if self.types:
-            conds.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
-            args.extend(self.types)
-        for tag in self.tags or ():
-            conds.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
-            args.append(tag)
-        if self.since:
-            conds.append(f"{alias}.created_at >= ?")
-            args.append(self.since)
-        if self.until:
-            conds.append(f"{alias}.created_at < ?")
-            args.append(self.until)
-        return (" AND ".join(conds) or "1"), args
 
 
 def _connect(path: Path, key: str | None, flags: int | None = None) -> apsw.Connection:
@@ -383,6 +347,24 @@ class SQLiteStore:
             "INSERT OR IGNORE INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
             ((model, h, d, v) for h, d, v in rows),
         )
+
+    def update_fields(self, memory_id: str, **fields: Any) -> None:
+        """Change bookkeeping fields of a memory (tags, importance, confidence); bumps updated_at."""
+        allowed = {"tags", "importance", "confidence"}
+        if not set(fields) <= allowed:
+            raise ValueError(f"cannot update {set(fields) - allowed}")
+        values = {k: (json.dumps(v, ensure_ascii=False) if k == "tags" else v) for k, v in fields.items()}
+        sets = ", ".join(f"{k} = ?" for k in values)
+        self.conn.execute(f"UPDATE memories SET {sets}, updated_at = ? WHERE id = ?", (*values.values(), format_time(utcnow()), memory_id))
+
+    @contextmanager
+    def rolled_back(self) -> Iterator[None]:
+        """A write transaction that is always rolled back (self-tests that must leave no trace)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            self.conn.execute("ROLLBACK")
 
     def set_fts(self, pk: int, tokens: str) -> None:
         self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
