@@ -89,4 +89,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        "lifecycle: when a memory entered the store, pinning, expiry index",
+        """
+        ALTER TABLE memories ADD COLUMN stored_at TEXT;
+        ALTER TABLE memories ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+        UPDATE memories SET stored_at = COALESCE(
+            (SELECT MIN(e.at) FROM events e WHERE e.memory_id = memories.id), created_at);
+        CREATE INDEX memories_expires ON memories (expires_at) WHERE expires_at IS NOT NULL;
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]

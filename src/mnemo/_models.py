@@ -54,6 +54,8 @@ class Memory:
     expires_at: str | None = None
     content_hash: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    stored_at: str | None = None  # when it entered this store (created_at may be a document's own date)
+    pinned: bool = False  # exempt from decay and archiving
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -68,6 +70,7 @@ class Hit:
     score: float
     similarity: float | None
     explain: dict[str, Any] | None = None
+    via: str | None = None  # set when the hit was added by --expand: the id of the hit it is related to
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON-ready dict: the memory's fields plus ``score``/``similarity``/``explain``."""
@@ -76,6 +79,8 @@ class Hit:
         out["similarity"] = None if self.similarity is None else round(self.similarity, 6)
         if self.explain is not None:
             out["explain"] = self.explain
+        if self.via is not None:
+            out["via"] = self.via
         return out
 
 

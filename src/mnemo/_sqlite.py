@@ -32,7 +32,8 @@ BUSY_TIMEOUT_MS = 60_000
 
 _COLUMNS = (
     "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
-    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata"
+    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata, "
+    "stored_at, pinned"
 )
 
 
@@ -151,6 +152,8 @@ def _row_to_memory(row: Sequence[Any]) -> Memory:
         expires_at=row[15],
         content_hash=row[16],
         metadata=json.loads(row[17]),
+        stored_at=row[18],
+        pinned=bool(row[19]),
     )
 
 
@@ -318,12 +321,13 @@ class SQLiteStore:
         """Insert a memory, its full-text row and its 'created' event."""
         seq = self._next_seq()
         self.conn.execute(
-            f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({','.join('?' * 20)})",
+            f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({','.join('?' * 22)})",
             (
                 mem.id, mem.content, mem.type, mem.scope, json.dumps(mem.tags, ensure_ascii=False),
                 mem.importance, mem.confidence, mem.source, mem.source_session, mem.created_at,
                 mem.updated_at, mem.last_accessed_at, mem.access_count, mem.status, mem.superseded_by,
-                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False), embed_hash, seq,
+                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False),
+                mem.stored_at or format_time(utcnow()), int(mem.pinned), embed_hash, seq,
             ),
         )
         pk = self.conn.last_insert_rowid()

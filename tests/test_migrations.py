@@ -1,0 +1,52 @@
+"""Migrations only grow: an old store file is upgraded in place, with a backup first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+from fake_embedder import FakeEmbedder
+
+from mnemo import Mnemo
+from mnemo._migrations import LATEST_VERSION, MIGRATIONS
+
+
+def _v1_store(path: Path) -> None:
+    """A store exactly as schema version 1 left it, with one memory and its 'created' event."""
+    conn = apsw.Connection(str(path))
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    conn.execute(MIGRATIONS[0][2])
+    conn.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01T00:00:00Z')")
+    conn.execute("PRAGMA user_version=1")
+    conn.execute(
+        "INSERT INTO memories (id, content, type, scope, created_at, updated_at, content_hash, embed_hash, seq) "
+        "VALUES ('mem_old', 'an old note from 2019', 'note', 'global', '2019-05-01T00:00:00Z', '2026-01-02T00:00:00Z', 'h', 'e', 1)"
+    )
+    conn.execute("INSERT INTO events (memory_id, kind, at, cause) VALUES ('mem_old', 'created', '2026-01-02T00:00:00Z', 'import')")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_v1_store_upgrades_with_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _v1_store(path)
+    with Mnemo(path, embedder=FakeEmbedder()) as m:
+        assert m.store.schema_version == LATEST_VERSION >= 2
+        old = m.get("mem_old")
+        # entered the store when it was imported, not at the note's own date
+        assert old.stored_at == "2026-01-02T00:00:00Z" and old.created_at == "2019-05-01T00:00:00Z"
+        assert old.pinned is False
+        m.reindex()  # its vector was never computed under v1 here; the index rebuilds
+        assert [h.memory.id for h in m.recall("old note", min_score=0.0)] == ["mem_old"]
+    backups = list(tmp_path.glob("old.db.backup-v1-*"))
+    assert len(backups) == 1
+    conn = apsw.Connection(str(backups[0]))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1  # the backup is the file as it was
+    conn.close()
+
+
+def test_every_migration_is_recorded(tmp_path: Path) -> None:
+    with Mnemo(tmp_path / "new.db", embedder=FakeEmbedder()) as m:
+        rows = list(m.store.conn.execute("SELECT version FROM schema_migrations ORDER BY version"))
+    assert [r[0] for r in rows] == [n for n, _, _ in MIGRATIONS]
