@@ -29,11 +29,15 @@ SENT: list[str] = []
 WRITABLE = [r for r in SECRET_ROWS if re.sub(r"(?is)<private\b[^>]*>.*?(</private\s*>|$)", "", r["text"]).strip()]
 
 
-def _needles() -> list[bytes]:
+def _needles(min_len: int = 6) -> list[bytes]:
+    """Secrets as bytes. Very short ones (a 4-digit PIN) are left out of raw byte scans, where
+    they turn up by chance in ids and timestamps (mem_…_174321); every secret, short or not, is
+    checked in the stored contents instead (test_no_secret_in_any_stored_content)."""
     out = set()
     for r in SECRET_ROWS:
         for s in r["secrets"]:
-            out.add(s.encode("utf-8"))
+            if len(s) >= min_len:
+                out.add(s.encode("utf-8"))
     return sorted(out)
 
 
@@ -71,6 +75,12 @@ def test_nothing_leaks_into_store_files_exports_or_index(tmp_path: Path, cli) ->
     token_needles = [n for n in needles if b" " not in n and len(n) >= 8]
     leaks["fts vocabulary"] = [n for n in token_needles if n.lower() in vocab.split()]
     assert {k: v for k, v in leaks.items() if v} == {}
+
+
+def test_no_secret_in_any_stored_content(m: Mnemo) -> None:
+    for r in WRITABLE:
+        stored = m.remember(r["text"]).content
+        assert [s for s in r["secrets"] if s in stored] == [], r["text"]
 
 
 def test_cli_save_redacts(cli) -> None:

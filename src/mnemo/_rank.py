@@ -30,6 +30,8 @@ from ._embed import Calibration
 #: default relevance floor on ``score``: below it a memory is noise, not memory
 DEFAULT_MIN_SCORE = 0.15
 TIME_BOOST = 1.3
+#: the weight of a memory nobody has used for ``decay_days`` (DESIGN: decay before archive)
+STALE_FACTOR = 0.85
 #: how much a lexical match alone can weigh in hybrid mode (0.4 costs ≤ 0.003 R@5 on the benchmarks)
 LEXICAL_ALONE = 0.4
 
@@ -40,6 +42,8 @@ class Weights:
 
     half_life_days: float = 90.0
     min_score: float = DEFAULT_MIN_SCORE
+    #: not used (accessed, or stored) for this many days: down-weighted, unless important or pinned
+    decay_days: float = 90.0
 
 
 def _soft(x: float) -> float:
@@ -71,7 +75,7 @@ class Scored:
 
 
 def score_candidates(
-    rows: dict[int, tuple[float, float, int, float, float | None]],
+    rows: dict[int, tuple[Any, ...]],
     cosines: dict[int, float],
     bm25: dict[int, float],
     *,
@@ -85,11 +89,12 @@ def score_candidates(
     explain: bool,
 ) -> list[Scored]:
     """Score candidates given as ``pk -> (importance, confidence, access_count, created_epoch,
-    last_accessed_epoch)`` and return them best first (no floor applied)."""
+    last_accessed_epoch, stored_epoch, pinned)`` and return them best first (no floor applied)."""
     now_ts = now.timestamp()
     half_life = max(weights.half_life_days, 0.01) * 86400.0
     out: list[Scored] = []
-    for pk, (importance, confidence, access_count, created, last_access) in rows.items():
+    stale_after = weights.decay_days * 86400.0
+    for pk, (importance, confidence, access_count, created, last_access, stored, pinned) in rows.items():
         cos = cosines.get(pk)
         lex = bm25.get(pk, 0.0)
         d_rel = dense_relevance(cos, baseline, calibration)
@@ -108,7 +113,9 @@ def score_candidates(
         f_recency = 0.9 + 0.1 * recency
         f_access = 1.0 + min(0.1, 0.03 * math.log1p(access_count))
         f_time = TIME_BOOST if window is not None and window[0] <= created < window[1] else 1.0
-        score = relevance * f_importance * f_confidence * f_recency * f_access * f_time
+        unused = now_ts - max(stored, last_access or stored)
+        f_stale = STALE_FACTOR if unused > stale_after and importance < 0.8 and not pinned else 1.0
+        score = relevance * f_importance * f_confidence * f_recency * f_access * f_time * f_stale
         info = None
         if explain:
             info = {
@@ -123,6 +130,7 @@ def score_candidates(
                 "recency_factor": round(f_recency, 4),
                 "access_factor": round(f_access, 4),
                 "time_factor": f_time,
+                "stale_factor": f_stale,
                 "score": round(score, 4),
             }
         out.append(Scored(pk, score, cos, info))

@@ -353,13 +353,54 @@ class SQLiteStore:
         )
 
     def update_fields(self, memory_id: str, **fields: Any) -> None:
-        """Change bookkeeping fields of a memory (tags, importance, confidence); bumps updated_at."""
-        allowed = {"tags", "importance", "confidence"}
+        """Change fields of a memory and bump ``updated_at`` (and ``seq``: the index may care).
+        ``tokens`` rewrites its full-text row; ``embed_hash`` points it at another vector."""
+        allowed = {"tags", "importance", "confidence", "content", "content_hash", "embed_hash", "type",
+                   "scope", "expires_at", "pinned", "metadata", "superseded_by", "tokens"}
         if not set(fields) <= allowed:
             raise ValueError(f"cannot update {set(fields) - allowed}")
-        values = {k: (json.dumps(v, ensure_ascii=False) if k == "tags" else v) for k, v in fields.items()}
-        sets = ", ".join(f"{k} = ?" for k in values)
-        self.conn.execute(f"UPDATE memories SET {sets}, updated_at = ? WHERE id = ?", (*values.values(), format_time(utcnow()), memory_id))
+        tokens = fields.pop("tokens", None)
+        values = {k: (json.dumps(v, ensure_ascii=False) if k in ("tags", "metadata") else (int(v) if k == "pinned" else v))
+                  for k, v in fields.items()}
+        sets = "".join(f"{k} = ?, " for k in values)
+        self.conn.execute(
+            f"UPDATE memories SET {sets}updated_at = ?, seq = ? WHERE id = ?",
+            (*values.values(), format_time(utcnow()), self._next_seq(), memory_id),
+        )
+        if tokens is not None:
+            pk = self.pk_of(memory_id)
+            if pk is not None:
+                self.set_fts(pk, tokens)
+
+    def add_relation(self, src: str, dst: str, kind: str, strength: float) -> None:
+        self.conn.execute(
+            "INSERT INTO relations (src, dst, kind, strength, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (src, dst, kind) DO UPDATE SET strength = excluded.strength",
+            (src, dst, kind, float(strength), format_time(utcnow())),
+        )
+
+    def relations(self, memory_id: str) -> list[dict[str, Any]]:
+        """Links from and to a memory: ``{"id", "kind", "direction", "strength"}``."""
+        out = []
+        for src, dst, kind, strength in self.conn.execute(
+            "SELECT src, dst, kind, strength FROM relations WHERE src = ? OR dst = ? ORDER BY strength DESC", (memory_id, memory_id)
+        ):
+            out.append({"id": dst if src == memory_id else src, "kind": kind, "direction": "out" if src == memory_id else "in", "strength": strength})
+        return out
+
+    def expired(self, now: str, limit: int) -> list[Memory]:
+        """Active memories whose expiry or review date has passed."""
+        return [_row_to_memory(r) for r in self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? "
+            "ORDER BY expires_at LIMIT ?", (now, limit))]
+
+    def unused_since(self, cutoff: str, *, min_importance: float, limit: int) -> list[Memory]:
+        """Active, unpinned memories below ``min_importance`` not used (accessed, or stored)
+        since ``cutoff``: the later of the last access and the moment they entered the store."""
+        return [_row_to_memory(r) for r in self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND pinned = 0 AND importance < ? "
+            "AND MAX(COALESCE(last_accessed_at, ''), COALESCE(stored_at, created_at)) < ? ORDER BY stored_at LIMIT ?",
+            (min_importance, cutoff, limit))]
 
     @contextmanager
     def rolled_back(self) -> Iterator[None]:
@@ -443,19 +484,24 @@ class SQLiteStore:
                 out[row[0]] = _row_to_memory(row[1:])
         return out
 
-    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None) -> dict[int, tuple[float, float, int, float, float | None]]:
+    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
         """What ranking needs of each candidate, ``pk -> (importance, confidence, access_count,
-        created_epoch, last_accessed_epoch)``; with ``tags``, only memories carrying all of them."""
-        out: dict[int, tuple[float, float, int, float, float | None]] = {}
-        tag_sql = "".join(" AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)" for _ in tags or ())
+        created_epoch, last_accessed_epoch, stored_epoch, pinned)``; with ``tags``, only memories
+        carrying all of them; with ``alive_at``, only those not expired at that time."""
+        out: dict[int, tuple[Any, ...]] = {}
+        extra = "".join(" AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)" for _ in tags or ())
+        args: list[Any] = list(tags or ())
+        if alive_at:
+            extra += " AND (expires_at IS NULL OR expires_at > ?)"
+            args.append(alive_at)
         for i in range(0, len(pks), 500):
             chunk = list(pks[i : i + 500])
             sql = (
-                "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at) "
-                f"FROM memories WHERE pk IN ({','.join('?' * len(chunk))}){tag_sql}"
+                "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at), "
+                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({','.join('?' * len(chunk))}){extra}"
             )
-            for pk, imp, conf, acc, created, last in self.conn.execute(sql, [*chunk, *(tags or ())]):
-                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last))
+            for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, [*chunk, *args]):
+                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned))
         return out
 
     def fts_row_count(self) -> int:
