@@ -94,7 +94,7 @@ def test_save_text_and_json(cli) -> None:
     assert data["action"] == "merged"
     mem = data["memory"]
     assert mem["content"] == "We deploy with GitHub Actions" and mem["type"] == "decision" and mem["scope"] == "project:app"
-    assert mem["tags"] == ["ci", "deploy", "ops"] and mem["importance"] == 0.8 and mem["source"] == "chat"
+    assert mem["tags"] == ["ci", "deploy", "ops"] and mem["importance"] == pytest.approx(0.85) and mem["source"] == "chat"
     assert mem["confidence"] == 1.0  # the repeat (default confidence 1.0) raised it: max of both
     text = cli("save", "we deploy with github actions", "--scope", "project:app")
     assert text.code == 0 and "already remembered: merged into" in text.out and mem["id"] in text.out

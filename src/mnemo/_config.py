@@ -60,6 +60,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("top_k", 5, int, "how many results search returns by default"),
     Setting("min_score", 0.15, float, "relevance floor on the final score; below it recall returns nothing"),
     Setting("half_life_days", 90.0, float, "recency half-life for ranking, in days"),
+    Setting("decay_days", 90.0, float, "memories unused this long rank lower (importance ≥ 0.8 and pinned exempt)"),
+    Setting("archive_days", 180.0, float, "mnemo gc archives memories unused this long (same exemptions)"),
     Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
     Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),
     Setting("embed_api_key_env", "MNEMO_EMBED_API_KEY", str, "name of the environment variable holding that endpoint's API key"),

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _text
 from ._embed import Calibration, Embedder, make_embedder
+from ._lifecycle import LifecycleOps, parse_expiry
 from ._maintenance import MaintenanceOps
 from ._models import (
     GLOBAL_SCOPE,
@@ -51,7 +52,7 @@ COMMON_SHARE = 0.05
 COMMON_MIN_ROWS = 2000
 
 
-class Mnemo(MaintenanceOps):
+class Mnemo(MaintenanceOps, LifecycleOps):
     """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
 
     ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with
@@ -77,13 +78,14 @@ class Mnemo(MaintenanceOps):
         threads: int | None = None,
         key: str | None = None,
         redactor: Redactor | None | bool = True,
+        decay_days: float = 90.0,
     ):
         target = os.fspath(path_or_url)
         if target.startswith(("postgres://", "postgresql://")):
             raise StoreError("PostgreSQL stores are not available in this version of mnemo; use a SQLite file path")
         self.store: Store = SQLiteStore(target, create=create, key=key)
         self.scope = check_scope(scope)
-        self.weights = Weights(half_life_days=half_life_days)
+        self.weights = Weights(half_life_days=half_life_days, decay_days=decay_days)
         if min_score is not None:
             self.weights.min_score = float(min_score)
         self._embedder = embedder
@@ -167,19 +169,31 @@ class Mnemo(MaintenanceOps):
         created_at: str | datetime | None = None,
         metadata: dict[str, Any] | None = None,
         id: str | None = None,
+        expires: str | datetime | None = None,
+        pinned: bool = False,
+        dedup: bool = True,
     ) -> Memory:
-        """Save one memory and return it. An exact repeat (same normalised text, same scope)
-        is not stored twice: the existing memory is returned, its tags merged and ``updated_at`` bumped."""
+        """Save one memory and return it (or the memory it was merged into).
+
+        With ``dedup`` (conversational writes), a repeat or near-repeat in the same scope is
+        merged into the existing memory, a similar one is linked ``related``, and one that
+        replaces an existing statement supersedes it (see ``mnemo._lifecycle``). ``expires`` is
+        a duration (``30d``) or a date after which it is not recalled until confirmed."""
         return self.remember_many(
             [
                 dict(content=content, type=type, scope=scope, tags=tags, importance=importance, confidence=confidence,
-                     source=source, source_session=source_session, created_at=created_at, metadata=metadata, id=id)
-            ]
+                     source=source, source_session=source_session, created_at=created_at, metadata=metadata, id=id,
+                     expires=expires, pinned=pinned)
+            ],
+            dedup=dedup,
         )[0][0]
 
-    def remember_many(self, records: Sequence[dict[str, Any]], *, cause: str = "remember") -> list[tuple[Memory, str]]:
+    def remember_many(self, records: Sequence[dict[str, Any]], *, cause: str = "remember", dedup: bool = True, _merge_exact: bool = True) -> list[tuple[Memory, str]]:
         """Save several memories in one transaction (batch embedding). Returns ``(memory, action)``
-        pairs where action is ``created`` or ``merged`` (an exact repeat of an existing memory)."""
+        pairs; action is ``created``, ``merged`` (a repeat: the memory returned is the existing
+        one), ``related`` (created and linked to similar memories) or ``superseded`` (created, and
+        the memory it replaces is now superseded). An exact repeat is always merged; the other
+        decisions only happen with ``dedup``."""
         prepared = [self._prepare(r) for r in records]
         self._check_model()
         hashes = [_text.text_hash(m.content) for m in prepared]
@@ -193,15 +207,25 @@ class Mnemo(MaintenanceOps):
                 if vecs is not None:
                     self._claim_model(vecs.shape[1])
                     self.store.put_embeddings(self.embedder.name, [(hashes[i], vecs.shape[1], vecs[j].tobytes()) for j, i in enumerate(todo)])
+                fresh = {h: vecs[j] for j, h in ((j, hashes[i]) for j, i in enumerate(todo))} if vecs is not None else {}
                 for mem, h, tok in zip(prepared, hashes, tokens):
-                    existing = self.store.find_by_hash(mem.content_hash, mem.scope)
+                    existing = self.store.find_by_hash(mem.content_hash, mem.scope) if _merge_exact else None
                     if existing is not None:
-                        out.append((self._merge_repeat(existing, mem), "merged"))
+                        out.append((self._merge_into(existing, mem, similarity=1.0, cause="exact repeat"), "merged"))
                         continue
                     if self.store.pk_of(mem.id) is not None:
                         raise InvalidInputError(f"a memory with id {mem.id} already exists")
+                    decision = None
+                    if dedup:
+                        vec = fresh[h] if h in fresh else np.frombuffer(cached[h], dtype=np.float32)
+                        decision = self._decide(mem, vec)
+                        if decision.action == "merged" and decision.target is not None:
+                            out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
+                            continue
                     self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
-                    out.append((mem, "created"))
+                    if decision is not None:
+                        self._apply_decision(decision, mem)
+                    out.append((mem, decision.action if decision is not None else "created"))
         return out
 
     def _clean_query(self, query: str) -> str:
@@ -237,7 +261,7 @@ class Mnemo(MaintenanceOps):
         mid = r.get("id")
         if mid is not None and (not isinstance(mid, str) or not mid.strip() or len(mid) > 200):
             raise InvalidInputError(f"id {mid!r} must be a non-empty string of at most 200 characters")
-        return Memory(
+        mem = Memory(
             id=(mid.strip() if mid else new_id(created)),
             content=content,
             type=check_type(r.get("type")),
@@ -251,16 +275,13 @@ class Mnemo(MaintenanceOps):
             updated_at=format_time(now),
             content_hash=_text.content_hash(content),
             metadata=metadata,
+            pinned=bool(r.get("pinned")),
         )
-
-    def _merge_repeat(self, existing: Memory, new: Memory) -> Memory:
-        tags = list(dict.fromkeys([*existing.tags, *new.tags]))
-        importance = max(existing.importance, new.importance)
-        confidence = max(existing.confidence, new.confidence)
-        self.store.update_fields(existing.id, tags=tags, importance=importance, confidence=confidence)
-        self.store.add_event(existing.id, "merged", "exact repeat", {"source": new.source})
-        existing.tags, existing.importance, existing.confidence = tags, importance, confidence
-        return existing
+        if r.get("expires"):
+            mem.expires_at, span = parse_expiry(r["expires"], now)
+            if span:
+                mem.metadata = {**mem.metadata, "expires_after": span}
+        return mem
 
     # ------------------------------------------------------------ recall
 
@@ -325,11 +346,17 @@ class Mnemo(MaintenanceOps):
         mode: str = "hybrid",
         explain: bool = False,
         touch: bool = True,
+        include_superseded: bool = False,
+        include_archived: bool = False,
+        include_expired: bool = False,
+        expand: bool = False,
         _qvec: np.ndarray | None = None,
     ) -> list[Hit]:
         """Find the memories relevant to ``query``: hybrid full-text + vector search, fused and
         scored (see ``mnemo._rank``). Returns at most ``top_k`` hits above the relevance floor.
-        ``touch=False`` does not count the recall as an access (benchmarks, scripts)."""
+        ``touch=False`` does not count the recall as an access (benchmarks, scripts). Superseded,
+        archived and expired memories are left out unless asked for; ``expand`` adds each hit's
+        ``related`` memories after it (marked with ``via``)."""
         if mode not in ("hybrid", "vector", "fts"):
             raise InvalidInputError(f"mode must be hybrid, vector or fts, not {mode!r}")
         if not isinstance(query, str) or not query.strip():
@@ -338,11 +365,14 @@ class Mnemo(MaintenanceOps):
             raise InvalidInputError(f"query is {len(query):,} characters; at most {MAX_CONTENT_CHARS:,}")
         if not 1 <= int(top_k) <= 1000:
             raise InvalidInputError("top_k must be between 1 and 1000")
-        filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until)
+        statuses = ("active",) + (("superseded",) if include_superseded else ()) + (("archived",) if include_archived else ())
+        filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until, statuses=statuses)
         query = self._clean_query(query)
         if not query:
             return []  # the query was all <private>: nothing may be searched for
         now_dt = parse_time(now, field_name="now") if now else utcnow()
+        if not include_expired:
+            filters.alive_at = format_time(now_dt)
         window = _time_window(query, now_dt.astimezone())  # the user's own day and week boundaries
         k_cand = max(CANDIDATES, top_k * 4)
         cosines: dict[int, float] = {}
@@ -372,7 +402,7 @@ class Mnemo(MaintenanceOps):
                 missing = [pk for pk in bm25 if pk not in cosines]
                 cosines.update(idx.similarity(qvec, missing))
             # score on a narrow projection; only the winners become Memory objects
-            rows = self.store.scoring_rows(list({*cosines, *bm25}), tags=filters.tags)
+            rows = self.store.scoring_rows(list({*cosines, *bm25}), tags=filters.tags, alive_at=filters.alive_at)
         scored = score_candidates(
             rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
             baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
@@ -382,9 +412,27 @@ class Mnemo(MaintenanceOps):
         scored = scored[: int(top_k)]
         memories = self.store.get_many_by_pk([s.pk for s in scored])
         hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=s.explain) for s in scored if s.pk in memories]
+        if expand:
+            hits = self._expand(hits, filters)
         if touch and hits:
             self._touch([h.memory.id for h in hits])
         return hits
+
+    def _expand(self, hits: list[Hit], filters: Filters) -> list[Hit]:
+        """Each hit followed by its related memories (visible ones only), scored by link strength."""
+        out: list[Hit] = []
+        seen = {h.memory.id for h in hits}
+        for hit in hits:
+            out.append(hit)
+            for rel in self.store.relations(hit.memory.id):
+                if rel["kind"] != "related" or rel["id"] in seen:
+                    continue
+                other = self.store.get(rel["id"])
+                if other is None or other.status not in filters.statuses or (filters.scopes is not None and other.scope not in filters.scopes):
+                    continue
+                seen.add(other.id)
+                out.append(Hit(memory=other, score=hit.score * rel["strength"], similarity=None, via=hit.memory.id))
+        return out
 
     def _drop_common_terms(self, terms: list[str]) -> list[str]:
         """Leave out query terms that occur in a large share of a large store.
@@ -474,16 +522,6 @@ class Mnemo(MaintenanceOps):
             if mem.status != "deleted":
                 self.store.set_status(mem.id, "deleted")
                 self.store.add_event(mem.id, "deleted", cause, {"from": mem.status})
-        return self.get(mem.id)
-
-    def restore(self, memory_id: str, *, cause: str = "restore") -> Memory:
-        """Bring a deleted (or superseded / archived) memory back to active."""
-        with self.store.transaction():
-            mem = self.get(memory_id)
-            if mem.status == "active":
-                raise InvalidInputError(f"{mem.id} is active; there is nothing to restore")
-            self.store.set_status(mem.id, "active")
-            self.store.add_event(mem.id, "restored", cause, {"from": mem.status})
         return self.get(mem.id)
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:

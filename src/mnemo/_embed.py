@@ -37,6 +37,11 @@ class Calibration:
     floor: float
     scale: float
     dense_weight: float
+    #: passage-to-passage cosines for write-time decisions (calibrated on tests/data/lifecycle_pairs.jsonl):
+    #: at or above ``duplicate`` a new memory is a near-repeat (merged); at or above ``related`` it is
+    #: linked, or supersedes the other when the conflict rules say it replaces it
+    duplicate: float = 0.95
+    related: float = 0.85
 
 
 @runtime_checkable
@@ -77,7 +82,7 @@ class E5Embedder:
     """
 
     dim = 384
-    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7)
+    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, duplicate=0.95, related=0.85)
 
     def __init__(self, threads: int | None = None):
         try:
@@ -119,7 +124,7 @@ class USEEmbedder:
     """
 
     dim = 512
-    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4)
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, duplicate=0.88, related=0.45)
 
     def __init__(self) -> None:
         try:

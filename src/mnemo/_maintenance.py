@@ -77,6 +77,7 @@ class MaintenanceOps:
         *,
         skip_invalid: bool = False,
         progress: Progress = _noop,
+        dedup: bool = False,
     ) -> dict[str, Any]:
         """Import memories from a JSON / JSONL file (or an iterable of dicts).
 
@@ -84,7 +85,9 @@ class MaintenanceOps:
         ``scope``, ``type``, tags and the rest are kept. Idempotent: records whose id is
         already stored — or, without an id, whose text is already in that scope — are skipped.
         Malformed records abort the import before anything is written (their line numbers are
-        in the error), unless ``skip_invalid`` imports the rest and reports them."""
+        in the error), unless ``skip_invalid`` imports the rest and reports them. ``dedup`` applies
+        the conversational write rules (merge repeats, link related, supersede) instead of keeping
+        every record."""
         records = list(_read_records(source)) if isinstance(source, (str, os.PathLike)) else [(i + 1, r) for i, r in enumerate(source)]
         problems: list[tuple[int, str]] = []
         prepared: list[tuple[int, Memory, dict[str, Any]]] = []
@@ -129,7 +132,11 @@ class MaintenanceOps:
         done = imported = 0
         for start in range(0, len(kept), IMPORT_BATCH):
             batch = kept[start : start + IMPORT_BATCH]
-            n = self._insert_prepared(batch, cause="import")
+            if dedup:
+                results = self.remember_many([_as_record(m, e) for m, e, _ in batch], cause="import", dedup=True)
+                n = sum(1 for _, action in results if action != "merged")
+            else:
+                n = self._insert_prepared(batch, cause="import")
             imported += n
             skipped += len(batch) - n
             done += len(batch)
@@ -303,6 +310,12 @@ class MaintenanceOps:
         self._index = None
         ok = fts_ok and vec_ok
         return ok, "write, full-text and vector probe ok (rolled back)" if ok else f"probe failed (full-text {fts_ok}, vector {vec_ok})", "run `mnemo reindex`"
+
+
+def _as_record(mem: Memory, extra: dict[str, Any]) -> dict[str, Any]:
+    """A prepared memory back as a ``remember`` record (for imports through the write rules)."""
+    keep = ("id", "content", "type", "scope", "tags", "importance", "confidence", "source", "source_session", "created_at", "metadata", "pinned")
+    return {**{k: getattr(mem, k) for k in keep}, **{k: v for k, v in extra.items() if k == "expires_at"}}
 
 
 def _generation() -> str:

@@ -33,11 +33,16 @@ def init(info: dict[str, Any]) -> None:
     out.print(f"{verb} store [bold]{escape(info['path'])}[/] — {info['total']} memories, schema v{info['schema_version']}")
 
 
-def saved(mem: Memory, action: str) -> None:
+def saved(mem: Memory, action: str, links: list[dict[str, Any]] | None = None) -> None:
     if action == "merged":
-        out.print(f"already remembered: merged into [bold]{mem.id}[/] (tags and importance updated)")
-    else:
-        out.print(f"saved [bold]{mem.id}[/] · {mem.type} · {escape(mem.scope)}")
+        out.print(f"already remembered: merged into [bold]{mem.id}[/] (tags and importance updated; undo: mnemo restore {mem.id})")
+        return
+    out.print(f"saved [bold]{mem.id}[/] · {mem.type} · {escape(mem.scope)}")
+    for link in links or []:
+        if link["kind"] == "supersedes" and link["direction"] == "out":
+            out.print(f"  supersedes {link['id']} (kept in history; undo: mnemo restore {link['id']})")
+        elif link["kind"] == "related":
+            out.print(f"  related to {link['id']} ({link['strength']:.2f})")
 
 
 def _when(ts: str | None) -> str:
@@ -76,7 +81,7 @@ def memories(items: list[Memory]) -> None:
     out.print(table)
 
 
-def show(mem: Memory, history: list[dict[str, Any]]) -> None:
+def show(mem: Memory, history: list[dict[str, Any]], links: list[dict[str, Any]] | None = None) -> None:
     out.print(f"[bold]{mem.id}[/]  ({mem.status})")
     out.print(escape(mem.content))
     fields = [
@@ -89,6 +94,11 @@ def show(mem: Memory, history: list[dict[str, Any]]) -> None:
         fields.append(("superseded by", mem.superseded_by))
     for k, v in fields:
         out.print(f"  [dim]{k:>13}[/]  {escape(str(v))}")
+    if links:
+        out.print("[bold]links[/]")
+        for link in links:
+            arrow = "→" if link["direction"] == "out" else "←"
+            out.print(f"  {arrow} {link['kind']} {link['id']} ({link['strength']:.2f})")
     events(history)
 
 
@@ -156,3 +166,11 @@ def redaction(text: str, findings: list[dict[str, Any]]) -> None:
     for f in findings:
         shown = f["placeholder"] or "(removed)"
         out.print(f"  [yellow]{f['kind']}[/] {escape(repr(f['found']))} → {escape(shown)}")
+
+
+def gc(report: dict[str, Any]) -> None:
+    items = report["archive"]
+    verb = "archived" if report["applied"] else "would archive"
+    out.print(f"{verb} {len(items)} memories unused for {report['archive_days']:g} days" + ("" if report["applied"] or not items else " (run with --apply)"))
+    for item in items[:50]:
+        out.print(f"  {item['id']}  [dim]last used {item['last_used'][:10]}[/]  {escape(item['content'][:80])}")

@@ -51,6 +51,10 @@ OPERATIONS: dict[str, str] = {
     "doctor": "doctor",
     "purge": "purge",
     "redact": "redact",
+    "edit": "edit",
+    "review": "review",
+    "confirm": "confirm",
+    "gc": "gc",
 }
 
 
@@ -103,6 +107,7 @@ class CLIState:
             threads=c["embed_threads"] or None,
             key=key,
             redactor=c.redactor(),
+            decay_days=c["decay_days"],
         )
         try:
             yield m
@@ -235,16 +240,22 @@ def rekey_cmd(state: CLIState) -> None:
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="0..1; how sure it is.")
 @click.option("--source", default="manual", show_default=True, help="Where it came from.")
 @click.option("--created-at", help="When it happened (ISO-8601; naive = local time).")
+@click.option("--expires", help="Stop recalling it after 30d / 12w / a date, until confirmed (mnemo review).")
+@click.option("--pin", is_flag=True, help="Never decay or archive it.")
+@click.option("--no-dedup", is_flag=True, help="Store it even if it repeats, relates to or replaces a memory.")
 def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | None, tags: str | None, importance: float,
-             confidence: float, source: str, created_at: str | None) -> None:
-    """Remember TEXT (use - to read it from standard input)."""
+             confidence: float, source: str, created_at: str | None, expires: str | None, pin: bool, no_dedup: bool) -> None:
+    """Remember TEXT (use - to read it from standard input). A repeat is merged into the memory it
+    repeats, a similar memory is linked as related, and one that replaces a statement supersedes it."""
     content: Any = " ".join(text)
     if content == "-":
         content = sys.stdin.buffer.read()
     with state.open(create=True) as m:
         mem, action = m.remember_many([dict(content=content, type=mtype, scope=scope, tags=tags, importance=importance,
-                                            confidence=confidence, source=source, created_at=created_at)], cause="save")[0]
-    state.emit({"action": action, "memory": mem.to_dict()}, lambda: _render.saved(mem, action))
+                                            confidence=confidence, source=source, created_at=created_at, expires=expires,
+                                            pinned=pin)], cause="save", dedup=not no_dedup)[0]
+        links = m.related(mem.id) if action in ("related", "superseded") else []
+    state.emit({"action": action, "memory": mem.to_dict(), "links": links}, lambda: _render.saved(mem, action, links))
 
 
 @command("search")
@@ -262,13 +273,19 @@ def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | No
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "fts"]), default="hybrid", show_default=True, help="Retrieval channels.")
 @click.option("--explain", is_flag=True, help="Show how each score was computed.")
 @click.option("--no-touch", is_flag=True, help="Do not count this search as an access.")
+@click.option("--include-superseded", is_flag=True, help="Also return memories that newer ones replaced.")
+@click.option("--include-archived", is_flag=True, help="Also return archived memories.")
+@click.option("--include-expired", is_flag=True, help="Also return memories past their expiry (see mnemo review).")
+@click.option("--expand", is_flag=True, help="Follow each hit with its related memories.")
 def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int | None, min_similarity: float | None,
                min_score: float | None, types: tuple[str, ...], scope: str | None, tags: str | None, since: str | None,
-               until: str | None, now: str | None, mode: str, explain: bool, no_touch: bool) -> None:
+               until: str | None, now: str | None, mode: str, explain: bool, no_touch: bool, include_superseded: bool,
+               include_archived: bool, include_expired: bool, expand: bool) -> None:
     """Recall the memories relevant to QUERY (hybrid full-text + semantic search)."""
     type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
     k = top_k if top_k is not None else state.config["top_k"]
-    opts = dict(min_similarity=min_similarity, min_score=min_score, types=type_list, tags=tags, since=since, until=until, mode=mode)
+    opts = dict(min_similarity=min_similarity, min_score=min_score, types=type_list, tags=tags, since=since, until=until, mode=mode,
+                include_superseded=include_superseded, include_archived=include_archived, include_expired=include_expired, expand=expand)
     if batch:
         items = _read_batch(batch)
         with state.open() as m:
@@ -340,7 +357,8 @@ def show_cmd(state: CLIState, memory_id: str) -> None:
     with state.open() as m:
         mem = m.get(memory_id)
         events = m.history(mem.id)
-    state.emit({"memory": mem.to_dict(), "history": events}, lambda: _render.show(mem, events))
+        links = m.related(mem.id)
+    state.emit({"memory": mem.to_dict(), "history": events, "links": links}, lambda: _render.show(mem, events, links))
 
 
 @command("history")
@@ -390,6 +408,55 @@ def purge_cmd(state: CLIState, memory_ids: tuple[str, ...], everything: bool, ye
     state.emit(report, lambda: _render.line(f"purged {report['purged']} memories" + (f" and {len(report['removed_files'])} backup files" if report["removed_files"] else "")))
 
 
+@command("edit")
+@click.argument("memory_id")
+@click.option("--content", help="New text (re-embedded; the old text stays in the history).")
+@click.option("--type", "mtype", help="New type.")
+@click.option("--tags", help="New comma-separated tags (replaces them).")
+@click.option("--importance", type=float)
+@click.option("--confidence", type=float)
+@click.option("--scope", help="Move it to another scope.")
+@click.option("--expires", help="New expiry (30d, a date), or '' to clear it.")
+@click.option("--pin/--unpin", default=None, help="Exempt it from decay and archiving, or not.")
+def edit_cmd(state: CLIState, memory_id: str, content: str | None, mtype: str | None, tags: str | None, importance: float | None,
+             confidence: float | None, scope: str | None, expires: str | None, pin: bool | None) -> None:
+    """Change a memory; `mnemo restore ID` undoes the edit."""
+    with state.open() as m:
+        mem = m.edit(memory_id, content=content, type=mtype, tags=tags, importance=importance, confidence=confidence,
+                     scope=scope, expires=expires, pinned=pin)
+    state.emit(mem.to_dict(), lambda: _render.line(f"updated {mem.id} (undo with: mnemo restore {mem.id})"))
+
+
+@command("review")
+@click.option("--limit", type=int, default=100, show_default=True)
+def review_cmd(state: CLIState, limit: int) -> None:
+    """Memories past their expiry or review date: confirm them (mnemo confirm ID) or let them rest."""
+    with state.open() as m:
+        mems = m.review(limit=limit)
+    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+
+
+@command("confirm")
+@click.argument("memory_id")
+@click.option("--expires", help="The next expiry (30d, a date); default: the same span again, or none.")
+def confirm_cmd(state: CLIState, memory_id: str, expires: str | None) -> None:
+    """Reconfirm an expired memory so it is recalled again."""
+    with state.open() as m:
+        mem = m.confirm(memory_id, expires=expires)
+    state.emit(mem.to_dict(), lambda: _render.line(f"confirmed {mem.id}" + (f"; next review {mem.expires_at}" if mem.expires_at else "")))
+
+
+@command("gc")
+@click.option("--apply", "apply_", is_flag=True, help="Do it (the default is a dry run that only shows what would change).")
+@click.option("--archive-days", type=float, help="Archive memories unused this long (default: the archive_days setting).")
+def gc_cmd(state: CLIState, apply_: bool, archive_days: float | None) -> None:
+    """Archive memories nobody has used for a long time (importance ≥ 0.8 and pinned ones are exempt)."""
+    days = archive_days if archive_days is not None else state.config["archive_days"]
+    with state.open() as m:
+        report = m.gc(apply=apply_, archive_days=days)
+    state.emit(report, lambda: _render.gc(report))
+
+
 @command("stats")
 def stats_cmd(state: CLIState) -> None:
     """Totals, last 7 days, by type and scope, store size, model."""
@@ -436,10 +503,11 @@ def _export_exposure(output: str | None) -> str | None:
 @command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--skip-invalid", is_flag=True, help="Import the valid records and report the malformed ones (default: import nothing if any is malformed).")
-def import_cmd(state: CLIState, file: str, skip_invalid: bool) -> None:
+@click.option("--dedup", is_flag=True, help="Merge repeats, link related memories and supersede replaced ones, as save does (default: keep every record).")
+def import_cmd(state: CLIState, file: str, skip_invalid: bool, dedup: bool) -> None:
     """Import memories from JSON or JSON Lines (only "content" is required; idempotent)."""
     with state.open(create=True) as m, _render.progress("importing", enabled=not state.as_json) as tick:
-        report = m.import_(file, skip_invalid=skip_invalid, progress=tick)
+        report = m.import_(file, skip_invalid=skip_invalid, progress=tick, dedup=dedup)
     state.emit(report, lambda: _render.imported(report))
 
 

@@ -1,0 +1,400 @@
+"""Does a new memory replace or contradict an old one on the same topic? Rules, Chinese and English.
+
+:func:`detect_conflict` is only asked about two memories already judged to be on one topic (close
+embeddings, same scope); it decides *replaces / contradicts* versus *restates / adds detail /
+co-exists*. A false "conflict" hides a still-true memory from recall, so every rule wants
+evidence on both sides: new must point at something old states (the old value as the "from"
+side, a shared slot, the negated predicate) **and** bring a value old lacks. Questions, plans and
+hedges ("考虑改用", "should we switch") never conflict.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from mnemo import _text
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why ``new`` supersedes ``old``.
+
+    ``reason``: ``"change"`` (new announces a change: 改用/换成/switched to/replaced … with …),
+    ``"new_value"`` (same slot, different value: port, version, price, date, "X uses Y", "X is Y")
+    or ``"negation"`` (new negates what old states: 不再用 X / no longer X). ``detail`` is short
+    human text such as ``"port 5432 → 5433"`` or ``"JavaScript → TypeScript"``.
+    """
+
+    reason: str
+    detail: str
+
+
+def _fast(first: str, pattern: str) -> re.Pattern[str]:
+    # Python's re tries a long alternation at every position; a one-character lookahead on the
+    # pattern's possible first characters skips most positions (2-3x faster on these patterns).
+    return re.compile(rf"(?=[{first}])(?:{pattern})")
+
+
+_C = r"[^,;，；。!！?？\n]"  # one character inside a clause
+_TO = rf"(?:了\s*)?(?P<to>{_C}{{1,40}})"
+_ZH_VERB = (
+    "改为|改成|改用|改到|改回|改由|换成|换为|换用|换到|替换为|替换成|切换到|切换为|切换成|切到|转用|转为|迁移到|迁移至|"
+    "迁到|搬到|变为|变成|调整为|调整到|调到|更改为|更新为|升级到|升级为|降级到|降级为|提高到|提升到|增加到|降低到|降到|涨到|延期到|推迟到|延长到|提前到|缩短到|减少到|改[\u4e00-\u9fff]{1,2}?(?:到|在|为|成)"
+)
+_EN_GATE = "switch|chang|mov|migrat|upgrad|downgrad|transition|convert|renam|extend|postpon|delay|bump|increas|decreas|reduc|resched"
+_EN_VERB = rf"(?:{_EN_GATE})(?:e|es|ed|ing)?"
+_ANY = rf"{_C}{{1,40}}"
+# Change phrases, most specific first; `from` is the replaced value when stated. Each has a gate
+# (words one of which must occur) so that patterns opening with [\w]+ rarely run at all.
+_CHANGE = tuple(
+    (re.compile(p), re.compile(gate))
+    for gate, p in (
+        ("从|由", rf"(?:从|由)\s*(?P<from>{_C}{{1,20}}?)\s*(?:{_ZH_VERB}|改|换){_TO}"),
+        ("取代|替代|代替|替换", rf"用\s*(?P<to>{_C}{{1,20}}?)\s*(?:取代|替代|代替|替换)了?\s*(?P<from>{_C}{{1,20}})"),
+        ("被", rf"(?P<from>[\w.+#-]+)\s*(?:被|已被)\s*(?P<to>{_C}{{1,20}}?)\s*(?:取代|替代|代替|替换)"),
+        ("而", rf"(?:用|使用|采用|选)\s*(?P<to>{_C}{{1,20}}?)\s*(?:而不是|而非|而不用)\s*(?P<from>{_C}{{1,20}})"),
+        ("|".join({v[0] for v in _ZH_VERB.split("|")}), rf"(?:{_ZH_VERB}){_TO}"),
+        (_EN_GATE + "|went", rf"\b(?:{_EN_VERB}|went)(?: over| back)?(?: \w+){{0,3}}? from (?P<from>{_ANY}?) (?:to|into) (?P<to>{_ANY})"),
+        ("replac", rf"\breplac(?:e|es|ed|ing) (?P<from>{_ANY}?) (?:with|by) (?P<to>{_ANY})"),
+        ("replaced|supersed", rf"(?P<from>[\w.+#-]+) (?:(?:is|was|has been|have been|got|were|are) )?(?:replaced|superseded) (?:by|with) (?P<to>{_ANY})"),
+        ("instead of|rather than", rf"(?:(?:use|uses|using|with) )?(?P<to>[\w.+#-]+(?: [\w.+#-]+)?) (?:instead of|rather than) (?P<from>{_ANY})"),
+        ("prefer", rf"\bprefer(?:s|red)? (?P<to>{_C}{{1,30}}?) over (?P<from>{_ANY})"),
+        (_EN_GATE, rf"\b{_EN_VERB}(?: over| back)?(?: (?!from\b)\w+){{0,3}}? (?:to|into) (?P<to>{_ANY})"),
+    )
+)
+# one cheap test before the per-pattern gates: a change character (Chinese) or a change word start (English)
+_GATE_ZH = re.compile("[" + "".join({v[0] for v in _ZH_VERB.split("|")}) + "从由取替代被而]")
+_GATE_EN = re.compile(rf"\b(?=[scmudtrepbiw])(?:{_EN_GATE}|went|replac|supersed|instead of|rather than|prefer)")
+# Negations of a predicate; a bare "don't X" needs "anymore": without it, it is a rule, not a reversal.
+_NEG = _fast(
+    "不再已停弃废放nsgdarfi",
+    rf"(?:不再|再也不|已经?不|不用|不使用|不采用|停用|弃用|废弃|放弃|停止|no longer|never again|stopped|got rid of|"
+    rf"(?:dropped|ditched|abandoned|retired|deprecated)\b|from now on,?(?: \w+)? (?:do not|don't|never|won't|no))\s*(?P<pred>{_ANY})"
+    rf"|\b(?:do not|don't|does not|doesn't|are not|aren't|is not|isn't|not) (?P<pred2>{_ANY}?) any ?(?:more|longer)\b",
+)
+_NEG_ANY = _fast("不没别nw停弃", r"不(?!错|同|少|断|仅|过|久|管|但)|没|别|\b(?:no|not|never|without)\b|n't|停用|弃用")
+_QUESTION = re.compile(
+    r"[?？]|吗\s*[。.!！]?\s*$|是否|要不要|能不能|该不该|是不是|有没有"
+    r"|^(?:do|does|did|is|are|was|were|should|shall|can|could|would|will|what|which|how|why|when|where|who)\b"
+)
+_HEDGE = _fast(
+    "mpctsiuw考打计可也或建如假要提准想",
+    r"\b(?:maybe|perhaps|might|consider(?:ing|ed)?|plan(?:s|ning)? to|thinking (?:about|of)|propos\w*|suggest\w*|if|unless"
+    r"|whether|wonder\w*)\b|考虑|打算|计划|可能|也许|或许|建议|如果|假如|要是|提议|准备|想要|想(?=改|换|用|试)",
+)
+_MODAL = re.compile(r"\b(?:(?:need|needs|want|wants|have|has|going) to|should|will|would|could|must|may|can|gonna)\s+$")
+_ZH_MODAL = frozenset("需要 要 得 应该 应当 会 将 将要 可以 能 必须 准备 打算".split())  # whole jieba words: 周会 is a meeting
+_ADDITIVE = _fast("atib也另此额同", r"\b(?:also|too|as well|additionally|in addition|besides)\b|也|另外|此外|额外|同时")
+_EPISODIC = _fast(
+    r"tyli今昨刚上去前\d",
+    r"\b(?:today|yesterday|tonight|this morning|last (?:night|week|month|year)|in (?:19|20)\d\d)\b"
+    r"|今天|昨天|今早|昨晚|刚才|上周|上个月|去年|前年|(?:19|20)\d\d ?年",
+)
+_CLAUSE = _fast(r",;，；。!！?？\n.\s但而并不", r"[,;，；。!！?？\n]+|\.(?:\s+|$)|\s+(?:and|but|while|whereas|though)\s+|但是|而且|并且|不过")
+_WHY = r"\b(?:because|since|due to|so that|as of|recently)\b|因为|由于|以便|以免|最近|了$|吧|啦"
+_WHEN = r"\b(?:last|this|in \d{4}|yesterday|before|after|when|until)\b|去年|今年|上周|上个月|之前|之后|以后|的时候"
+_CUT = re.compile(rf"\s*(?:{_WHY}|{_WHEN}|\b(?:for|now|already|instead|as well)\b).*$")  # asides after a target
+_CUT_NEG = re.compile(rf"\s*(?:{_WHY}).*$")  # a negated predicate keeps "for …", "after 3pm": they say which use stopped
+_LEAD = re.compile(r"^(?:(?:用|使用|采用|using|use)\s*)?")  # "不再用 X" as the "from" side: X
+_USE = _fast(
+    "采使选用基部托运跑位放存推住uribwhdpl",
+    r"(?<!不)(?<!再)(?<!没)(?:采用|使用|选用|用的是|用|基于|部署在|部署到|托管在|运行在|跑在|位于|放在|存放在|存在|推到|住在|\b(?:uses|use|using|runs? on"
+    r"|(?:is )?(?:built|written) (?:with|in|on)|(?:is )?(?:hosted|deployed) (?:on|at|in)|(?:is )?(?:based|located) (?:on|in)"
+    r"|relies on|(?:is )?powered by|lives? in))\s*(?:the |an? )?(?P<o>[a-z][\w.+#-]*|[\u4e00-\u9fff]{2,4}(?=$|[\s,，。;；了]))",
+)
+_IS = re.compile(r"(?:(?<![不还但就总要若可于])是|叫做?|[:=]|\b(?:is|are|was)\b)\s*(?:the |an? )?(?!not\b|不)(?P<v>[^\s,;，；。!！?？]{1,12})")
+_PERSON = frozenset("负责人 联系人 名字 名称 姓名 昵称 城市 地址 老板 经理 主管 对接人".split())
+_ATTR = _PERSON | frozenset(  # subjects whose "X is Y" names one thing (stemmed English)
+    "时区 邮箱 默认 分支 域名 主机 区域 语言 框架 数据库 编辑器 系统 模型 服务商 供应商 用户名 owner lead manager maintainer contact "
+    "name email address timezone city branch region host hostnam domain model provider editor shell username databas framework languag".split()
+)
+_GENERIC = frozenset("框架 数据库 方案 语言 工具 库 framework databas db librari languag tool option plan".split())
+_SYN = {  # Chinese slot words → the English stem, so that mixed-language pairs share a slot
+    "端口": "port", "端口号": "port", "版本": "version", "价格": "price", "售价": "price", "定价": "price", "超时": "timeout",
+    "数据库": "databas", "前端": "frontend", "后端": "backend", "缓存": "cach", "部署": "deploy", "日志": "log",
+    "服务器": "server", "测试": "test", "截止日期": "deadlin", "预算": "budget", "编辑器": "editor", "分支": "branch",
+}
+_STOP = _text._EN_STOP | _text._ZH_STOP | {v for v in _ZH_VERB.split("|") if "[" not in v} | frozenset(
+    """use 用 使用 采用 选用 必须 需要 应该 低于 高于 小于 大于 少于 超过 不超过 至少 最多 以内 以下 以上 左右 约 大约 设置 设为 现在
+    目前 当前 已经 改为 改成 改用 换成 换用 切换 迁移 升级 降级 调整 不再 不用 停用 弃用 放弃 停止 取代 替代 代替 替换 而是 不是 每次
+    一直 改 换 迁 搬 切 转 调 switch chang move migrat upgrad downgrad replac instead anymor longer stop prefer rather must under below
+    above over less least set now currently about around within went back""".split()
+)
+_UNITS: dict[str, tuple[str, float]] = {}  # unit → (class, factor to the class's base unit)
+for _spec in (
+    "t .001 ms 毫秒|t 1 s sec secs second seconds 秒|t 60 min mins minute minutes 分钟|t 3600 h hr hrs hour hours 小时"
+    "|t 86400 day days 天|t 604800 week weeks 周|t 2592000 month months 个月|b 1e3 kb|b 1e6 mb|b 1e9 gb|b 1e12 tb|_ 1e3 k 千"
+    "|_ 1e4 w 万|% 1 %|cny 1 元 块 rmb ¥ ￥|usd 1 美元 dollar dollars usd $|eur 1 € eur 欧元|gbp 1 £|yr 1 年|ppl 1 人 people|x 1 x 倍"
+).split("|"):
+    _cls, _f, *_names = _spec.split()
+    _UNITS.update({n: (_cls, float(_f)) for n in _names})
+_UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS if u not in "$¥￥€£"), key=len, reverse=True))
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_HINT = re.compile(r"\d|周|星期|礼拜|day")  # every value has one of these; most clauses have none
+_WEEKDAYS = {d: i for i, d in enumerate("一二三四五六日", 1)} | {"天": 7} | {
+    d: i for i, d in enumerate("mon tues wednes thurs fri satur sun".split(), 1)
+}
+_VAL = _fast(  # letters only at a word start: months, weekdays, v2
+    r"\d$¥￥€£周星礼]|\b[jfmasondtwv",
+    r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])(?!次|般|起|样|致)|\b(?P<wd2>mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
+    r"(?P<y>\d{4})[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})[日号]?|(?P<m1>\d{1,2})(?:\s*月\s*|/)(?P<d1>\d{1,2})\s*[日号]?"
+    r"|(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?P<d2>\d{1,2})(?:st|nd|rd|th)?(?![\d:])"
+    r"|(?P<hh>\d{1,2})(?::(?P<mm>\d{2})\s*(?P<ap>am|pm)?|\s*(?P<ap2>am|pm)(?![a-z])|\s*点(?P<half>半)?)"
+    r"|(?P<cur>[$¥￥€£])\s*(?P<amt>\d[\d,]*(?:\.\d+)?)"
+    rf"|(?<![\w.\-])(?P<num>v?\d+(?:,\d{{3}})*(?:\.\d+)*)(?:\s*(?P<unit>{_UNIT_RE}))?(?![a-z\d])",
+)
+
+
+@dataclass(frozen=True)
+class _Val:
+    cls: str  # unit class: "t" (seconds), "cny", "date", "clock", "_" (plain number) …
+    val: object  # float, version-like text, or a (year, month, day) / (0, hour, minute) tuple
+    key: str  # nearest content word before the value ("port", "时间"): its slot
+    key_raw: str  # that word as written, for the detail
+    disp: str
+    at: int  # span in the clause
+    end: int
+
+
+@dataclass(frozen=True)
+class _Doc:
+    disp: str  # NFKC + simplified, case kept (for details)
+    norm: str  # disp case-folded: what the rules read (same offsets)
+    toks: frozenset[str]
+    clauses: tuple[tuple[int, str, frozenset[str], tuple[_Val, ...]], ...]  # (offset, text, words, values)
+    vals: tuple[_Val, ...]
+    changes: tuple[re.Match[str], ...]
+    plan: bool  # a hedge or a change not yet made ("考虑改用 X", "需要升级到 3.12"): its values are goals
+
+
+@lru_cache(maxsize=65536)
+def _key(raw: str) -> str:
+    """The comparison key of one token, "" to drop it: stemmed English, 端口 → port; no stop words or numbers."""
+    if raw in _STOP or raw[0].isdigit():
+        return ""
+    t = _text._stemmer().stemWord(raw) if raw.isascii() and raw.isalpha() else raw
+    return "" if t in _STOP else _SYN.get(t, t)
+
+
+@lru_cache(maxsize=8192)
+def _words(s: str) -> tuple[tuple[str, str, int], ...]:
+    """Content words of ``s`` in order as (key, as written, offset): jieba words, stemmed English."""
+    out, pos = [], 0
+    for raw in _text._split(s, search_mode=False):
+        at = s.find(raw, pos)
+        pos = at + len(raw) if at >= 0 else pos
+        if key := _key(raw):
+            out.append((key, raw, at))
+    return tuple(out)
+
+
+def _toks(s: str) -> list[str]:
+    return [w[0] for w in _words(s)]
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):  # dates: a missing year matches any year
+        return a[1:] == b[1:] and (a[0] == b[0] or 0 in (a[0], b[0]))
+    if isinstance(a, str) and isinstance(b, str):  # versions: 3.11.4 refines 3.11, 3.10 is not 3.1
+        return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+    try:  # floats, and "10000" (text) against "10k" (a number with a unit)
+        return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), 1.0)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
+def _values(clause: str, disp: str) -> tuple[_Val, ...]:
+    """Numbers, money, durations, dates and times of day in ``clause``, each with its slot word."""
+    out, words = [], _words(clause)
+    for m in _VAL.finditer(clause):
+        g = m.groupdict()
+        if g["wd"] or g["wd2"]:
+            cls, val = "weekday", float(_WEEKDAYS[g["wd"] or g["wd2"]])
+        elif g["d"] or g["d1"] or g["d2"]:
+            mon = _MONTHS[g["mon"]] if g["mon"] else int(g["m"] or g["m1"])
+            cls, val = "date", (int(g["y"] or 0), mon, int(g["d"] or g["d1"] or g["d2"]))
+        elif g["hh"]:
+            h = int(g["hh"]) + (12 if (g["ap"] or g["ap2"]) == "pm" and int(g["hh"]) < 12 else 0)
+            cls, val = "clock", (0, h, 30 if g["half"] else int(g["mm"] or 0))
+        elif g["cur"]:
+            cls, val = _UNITS[g["cur"]][0], float(g["amt"].replace(",", ""))
+        else:  # a plain number stays text so that versions compare right
+            n, (cls, f) = g["num"].replace(",", "").lstrip("v"), _UNITS.get(g["unit"] or "", ("_", 1.0))
+            val = float(n) * f if g["unit"] and n.count(".") < 2 else n
+        key, raw, _ = ([w for w in words if w[2] + len(w[1]) <= m.start()] or [("", "", 0)])[-1]
+        out.append(_Val(cls, val, key, raw, disp[m.start() : m.end()].strip(), m.start(), m.end()))
+    return tuple(out)
+
+
+def _modal(before: str) -> bool:
+    """Is the change verb after ``before`` only wanted ("需要改用", "we should switch")?"""
+    zh = _text._split(before[-8:], search_mode=False) if _text.has_han(before[-3:]) else None
+    return _MODAL.search(before) is not None or bool(zh and zh[-1] in _ZH_MODAL)
+
+
+@lru_cache(maxsize=4096)  # one new memory is checked against several old ones, and old ones recur
+def _doc(text: str) -> _Doc:
+    disp = unicodedata.normalize("NFKC", text)
+    disp = " ".join((_text._to_simplified(disp) if _text.has_han(disp) else disp).split())
+    norm = disp.casefold()
+    if len(norm) != len(disp):  # rare (ß → ss): offsets would drift, so details show the folded text
+        disp = norm
+    clauses, toks, pos = [], set(), 0
+    for m in (*_CLAUSE.finditer(norm), None):
+        end = m.start() if m else len(norm)
+        c, vals, pos, start = norm[pos:end], (), (m.end() if m else end), pos
+        if not c.strip():
+            continue
+        words = frozenset(_toks(c))
+        toks.update(words)
+        if _HINT.search(c):
+            vals = _values(c, disp[start:end])
+            if _text.has_han(c):  # re-cut without the values: jieba glues "10 点开" across one
+                words = frozenset(_toks(_VAL.sub(" ", c)))
+            else:
+                words = frozenset(w[0] for w in _words(c) if not any(v.at <= w[2] < v.end for v in vals))
+        clauses.append((start, c, words, vals))
+    gated = bool(_GATE_ZH.search(norm) or _GATE_EN.search(norm))  # most texts have no change word
+    changes = tuple(m for p, gate in _CHANGE if gated and gate.search(norm) for m in p.finditer(norm))
+    plan = _HEDGE.search(norm) is not None or any(_modal(norm[: m.start()]) for m in changes)
+    return _Doc(disp, norm, frozenset(toks), tuple(clauses), tuple(v for c in clauses for v in c[3]), changes, plan)
+
+
+def _has(t: str, d: _Doc) -> bool:
+    """Does ``d`` mention word ``t``? (Han by substring: jieba may cut 每周五 and 每周 四 differently.)"""
+    if t in d.toks or not t.isascii():
+        return t in d.toks or t in d.norm
+    i, text = d.norm.find(t), d.norm  # as a whole word (node.js, c++): no re.compile per word
+    while i >= 0:
+        j = i + len(t)
+        if (i == 0 or text[i - 1] not in _ALNUM) and (j == len(text) or text[j] not in _ALNUM):
+            return True
+        i = text.find(t, i + 1)
+    return False
+
+
+def _found(phrase: str, old: _Doc) -> tuple[list[str], list[bool], tuple[_Val, ...], list[bool]]:
+    """Words and values of ``phrase``, each flagged with whether ``old`` already states it."""
+    toks = [t for t in _toks(phrase) if t not in _UNITS]  # "秒" in "60 秒" is part of the value
+    vals = _values(phrase, phrase)
+    return toks, [_has(t, old) for t in toks], vals, [any(o.cls == v.cls and _same(o.val, v.val) for o in old.vals) for v in vals]
+
+
+def _span(m: re.Match[str], name: str) -> tuple[int, int]:
+    """Span of group ``name`` without trailing asides ("because …", "last year", 了) or spaces."""
+    kept = _CUT.sub("", m.group(name) or "")
+    start = m.start(name) + len(kept) - len(kept.lstrip())
+    return start, m.start(name) + len(kept.rstrip())
+
+
+def _change(old: _Doc, new: _Doc) -> Conflict | None:
+    neg = _NEG.search(new.norm)
+    for m in new.changes:
+        (ts, te), explicit = _span(m, "to"), bool(m.groupdict().get("from"))
+        fs, fe = _span(m, "from") if explicit else (0, 0)
+        if not explicit and neg and neg.group("pred") and neg.end() <= m.start():  # 不再用 MySQL，改用 PostgreSQL
+            fs, fe = _span(neg, "pred")
+            fs += len(_LEAD.match(new.norm[fs:fe]).group())  # type: ignore[union-attr]
+        ttoks, tin, tvals, tvin = _found(new.norm[ts:te], old)
+        if not (ttoks or tvals) or (all(tin) and all(tvin)):
+            continue  # old already states the target: a restatement
+        if fe > fs:
+            ftoks, fin, fvals, fvin = _found(new.norm[fs:fe], old)
+            if (ftoks or fvals) and all(fin) and all(fvin):
+                if ttoks and all(tin):
+                    continue  # "from MySQL to PostgreSQL" again: old names both sides
+                return Conflict("change", f"{new.disp[fs:fe]} → {new.disp[ts:te]}")
+            if explicit:
+                continue  # an explicit "from" that old never mentions: not about old
+        (a, b), (c, d) = sorted([(ts, te), (fs, fe)])
+        rest = set(_toks(f"{new.norm[:a]} {new.norm[b:c]} {new.norm[d:]}"))  # new's subject, besides target and from
+        tied = any(_has(t, old) for t in rest)
+        # "改用 B 方案" after "采用 A 方案": a new word in front of one old shares;
+        # "部署时间改为每周四" after "每周五部署": a shared subject and a half-new target
+        if any(not x and y for i, x in enumerate(tin) for y in tin[i + 1 :]) or (tied and any(tin) and not all(tin)):
+            return Conflict("change", new.disp[m.start() : te].strip())
+        for v in (v for v, known in zip(tvals, tvin) if not known):  # "升级到 Python 3.12", "超时改为 60 秒"
+            for o in old.vals:
+                slot = o.key == v.key if v.key else (tied or not rest)
+                if o.cls == v.cls and slot and not any(_same(o.val, w.val) for w in new.vals):
+                    return Conflict("change", f"{o.disp} → {new.disp[ts:te]}")
+        if any(tin) or (rest and not tied):
+            continue  # "改用 Redis 做缓存" vs "Redis 集群 3 节点": Redis took a job, old lost none
+        bare = len(ttoks) == 1 or (te - ts <= 3 and _text.has_han(new.norm[ts:te]) and " " not in new.norm[ts:te])
+        cs = max(off for off, *_ in new.clauses if off <= m.start())
+        lead = _toks(new.norm[cs : min(ts, fs) if fe > fs else ts])  # what changed: "认证改用 Clerk" is not the database
+        if bare and not tvals and all(_has(t, old) for t in lead):  # a bare new name ("PostgreSQL", "阿里云") replaces what old uses
+            for off, text, _, _ in old.clauses:
+                for u in _USE.finditer(text):
+                    if not _has(u.group("o"), new):
+                        return Conflict("change", f"{old.disp[off + u.start('o') : off + u.end('o')]} → {new.disp[ts:te]}")
+    return None
+
+
+def _negation(old: _Doc, new: _Doc) -> Conflict | None:
+    if _NEG_ANY.search(old.norm):
+        return None  # old is itself negative: a restatement, not a reversal
+    for m in _NEG.finditer(new.norm):
+        toks, tin, _, vin = _found(_CUT_NEG.sub("", m.group("pred") or m.group("pred2") or ""), old)
+        if toks and all(tin[:4]) and all(vin):  # every word and number of the predicate is in old
+            return Conflict("negation", new.disp[m.start() : m.start() + len(m.group(0).rstrip())].strip())
+    return None
+
+
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    # Same slot: one clause's words contain the other's and make at least half of them. A word on
+    # each side that the other lacks means two subjects (女儿/儿子 今年 5 岁; staging/production).
+    return bool(a and b) and (a <= b or b <= a) and len(a & b) * 2 >= len(a | b)
+
+
+def _new_value(old: _Doc, new: _Doc) -> Conflict | None:
+    if _ADDITIVE.search(new.norm) or _NEG.search(new.norm) or _NEG.search(old.norm):
+        return None  # "also supports 3.12" adds; "dropped Python 3.7" / "不再支持 3.7" state no value
+    if _EPISODIC.search(new.norm) and _EPISODIC.search(old.norm):
+        return None  # "ran 5 km today" / "ran 10 km today": two events, both true
+    for no, nc, nwords, nvals in new.clauses:
+        for oo, oc, owords, ovals in old.clauses:
+            if nvals and ovals and _similar(nwords, owords):
+                for v in nvals:
+                    slot = [o for o in ovals if (o.cls, o.key) == (v.cls, v.key)]
+                    if slot and not any(_same(o.val, w.val) for o in slot for w in new.vals if w.cls == o.cls):
+                        return Conflict("new_value", f"{v.key_raw} {slot[0].disp} → {v.disp}".strip())
+            for pat, g in ((_USE, "o"), (_IS, "v")):
+                nm, om = pat.search(nc), pat.search(oc)
+                if not (nm and om) or _NEG_ANY.search(nc[: nm.end()]) or _NEG_ANY.search(oc[: om.end()]):
+                    continue  # "前端不用 React" is a negation, not a value
+                if pat is _USE and not (nm.group(g).isascii() and om.group(g).isascii()):
+                    continue  # a Chinese object has no word boundary: "用微信沟通" / "用邮件沟通" is too loose
+                subj = frozenset(_toks(nc[: nm.start()]))
+                if not subj or subj != frozenset(_toks(oc[: om.start()])):
+                    continue
+                nd, od = new.disp[no + nm.start(g) : no + nm.end(g)].rstrip(".了"), old.disp[oo + om.start(g) : oo + om.end(g)].rstrip(".了")
+                nv, ov = nd.casefold(), od.casefold()
+                if pat is _IS:  # a name: Capitalised, with digits/dots (gpt-4o), or Latin inside Chinese; or a person
+                    names = all(x[:1].isupper() or re.search(r"[\d.+#]", x[1:]) or (x.isascii() and _text.has_han(nc)) for x in (nd, od))
+                    person = not (nv.isascii() or ov.isascii()) and subj & _PERSON
+                    if not (subj & _ATTR) or nv[:1].isdigit() or not (names or person):
+                        continue  # "Python is great" / "Python is slow" co-exist
+                elif set(_toks(nc[nm.end() :])) - _GENERIC != set(_toks(oc[om.end() :])) - _GENERIC:
+                    continue  # "uses Redis for caching" vs "uses PostgreSQL": different jobs
+                if nv != ov and not any(_has(t, old) for t in _toks(nv) or [nv]) and not any(_has(t, new) for t in _toks(ov) or [ov]):
+                    return Conflict("new_value", f"{od} → {nd}")
+    return None
+
+
+def detect_conflict(old: str, new: str) -> Conflict | None:
+    """Does ``new`` replace or contradict ``old``? ``None`` when it restates, adds detail or co-exists.
+
+    Only meant for two memories already judged to be on the same topic and scope; it does not
+    decide topic. Checks, in order: an announced change (改用/switched to/replaced … with …), a
+    negation of what old states (不再用 X / no longer X), then the same slot with a new value
+    (port, version, price, duration, date, time of day, "X uses Y", "X is Y").
+    """
+    o, n = _doc(old), _doc(new)
+    if not o.norm or not n.norm or o.norm == n.norm or n.plan or _QUESTION.search(n.norm) or _QUESTION.search(o.norm):
+        return None
+    return _change(o, n) or _negation(o, n) or (None if o.plan else _new_value(o, n))

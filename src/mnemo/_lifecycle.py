@@ -1,0 +1,269 @@
+"""Lifecycle of memories: write-time dedup / related links / supersede, edit, undo, expiry, decay
+and archive. A mixin of :class:`mnemo.Mnemo`, kept apart to keep modules small.
+
+Nothing here deletes: merges keep the merged text in the history (so they can be undone),
+superseded and archived memories stay in the store, and ``restore`` reverts a memory's last
+lifecycle step. ``purge`` (in ``_maintenance``) is the only hard delete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _text
+from ._models import Memory, check_content, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
+from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ._core import Mnemo
+
+#: events that change a memory and that ``restore`` can revert, newest first wins
+_UNDOABLE = ("merged", "updated")
+_UNDONE = ("unmerged", "reverted", "restored")
+#: neighbours examined per write
+NEIGHBOURS = 5
+
+
+@dataclass
+class Decision:
+    """What a conversational write does with a new memory, given its nearest neighbours."""
+
+    action: str  # created · merged · related · superseded
+    target: Memory | None = None
+    similarity: float | None = None
+    detail: str = ""
+    related: list[tuple[Memory, float]] | None = None
+
+
+def parse_expiry(value: str | datetime | None, now: datetime) -> tuple[str | None, int | None]:
+    """``30d`` / ``2w`` / an ISO date → ``(expires_at, seconds_if_relative)``."""
+    if value is None or value == "":
+        return None, None
+    if isinstance(value, str) and value.strip()[-1:].lower() in "mhdw" and value.strip()[:-1].isdigit():
+        delta = parse_duration(value)
+        return format_time(now + delta), int(delta.total_seconds())
+    return format_time(parse_time(value, field_name="expires")), None
+
+
+class LifecycleOps:
+    """decide · merge · supersede · edit · restore · review · confirm · gc."""
+
+    # ------------------------------------------------------------ write-time decisions
+
+    def _decide(self: "Mnemo", mem: Memory, vec: np.ndarray) -> Decision:
+        """Compare a new memory with its nearest active neighbours in the same scope (inside the
+        write transaction, so concurrent writers see each other). Conflicts are checked first: a
+        changed port is very similar to the old one, and must supersede it, not merge into it."""
+        from ._conflict import detect_conflict
+
+        idx = self._fresh_index()
+        mask = idx.mask(scopes=[mem.scope], types=None, statuses=("active",), since=None, until=None)
+        neighbours = [(pk, cos) for pk, cos in idx.search(vec, NEIGHBOURS, mask) if cos >= self.embedder.calibration.related]
+        if not neighbours:
+            return Decision("created")
+        found = self.store.get_many_by_pk([pk for pk, _ in neighbours])
+        close = [(found[pk], cos) for pk, cos in neighbours if pk in found and not _expired(found[pk])]
+        for old, cos in close:
+            conflict = detect_conflict(old.content, mem.content)
+            if conflict is not None and not _enumerates(conflict.reason, conflict.detail):
+                return Decision("superseded", old, cos, conflict.detail)
+        if close and close[0][1] >= self.embedder.calibration.duplicate and not adds_information(close[0][0].content, mem.content):
+            return Decision("merged", close[0][0], close[0][1], "near repeat")
+        return Decision("related", close[0][0] if close else None, close[0][1] if close else None, related=close) if close else Decision("created")
+
+    def _merge_into(self: "Mnemo", target: Memory, new: Memory, *, similarity: float | None, cause: str) -> Memory:
+        """A repeat strengthens the memory it repeats: tags merged, importance nudged up (a
+        statement made again matters more), confidence raised; the repeat's text is kept in the
+        event so ``restore`` can split it out again."""
+        before = {"tags": target.tags, "importance": target.importance, "confidence": target.confidence}
+        tags = list(dict.fromkeys([*target.tags, *new.tags]))
+        importance = min(1.0, max(target.importance, new.importance) + 0.05)
+        confidence = max(target.confidence, new.confidence)
+        self.store.update_fields(target.id, tags=tags, importance=importance, confidence=confidence)
+        self.store.add_event(target.id, "merged", cause, {
+            "before": before, "similarity": None if similarity is None else round(similarity, 4),
+            "merged": {"content": new.content, "type": new.type, "tags": new.tags, "importance": new.importance,
+                       "confidence": new.confidence, "source": new.source, "created_at": new.created_at, "metadata": new.metadata},
+        })
+        target.tags, target.importance, target.confidence = tags, importance, confidence
+        return target
+
+    def _apply_decision(self: "Mnemo", decision: Decision, mem: Memory) -> None:
+        """Record a decision's links and status changes once ``mem`` is stored (same transaction)."""
+        if decision.action == "superseded" and decision.target is not None:
+            old = decision.target
+            self.store.set_status(old.id, "superseded", superseded_by=mem.id)
+            self.store.add_event(old.id, "superseded", decision.detail, {"by": mem.id})
+            self.store.add_relation(mem.id, old.id, "supersedes", 1.0)
+            self.store.add_event(mem.id, "supersedes", decision.detail, {"old": old.id})
+        elif decision.action == "related":
+            for other, cos in decision.related or []:
+                self.store.add_relation(mem.id, other.id, "related", round(cos, 4))
+
+    # ------------------------------------------------------------ edit and undo
+
+    def edit(
+        self: "Mnemo",
+        memory_id: str,
+        *,
+        content: str | None = None,
+        type: str | None = None,
+        tags: Any = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        scope: str | None = None,
+        expires: str | None = None,
+        pinned: bool | None = None,
+    ) -> Memory:
+        """Change a memory; the old values go into its history (``restore`` reverts the edit)."""
+        mem = self.get(memory_id)
+        changes: dict[str, Any] = {}
+        new_content = None
+        if content is not None:
+            new_content = self._prepare({"content": content, "scope": mem.scope}).content
+            if new_content != mem.content:
+                changes["content"] = new_content
+        if type is not None:
+            changes["type"] = check_type(type)
+        if tags is not None:
+            changes["tags"] = check_tags(tags)
+        if importance is not None:
+            changes["importance"] = check_unit(importance, "importance")
+        if confidence is not None:
+            changes["confidence"] = check_unit(confidence, "confidence")
+        if scope is not None:
+            changes["scope"] = check_scope(scope)
+        if expires is not None:
+            changes["expires_at"] = parse_expiry(expires, utcnow())[0] if expires else None
+        if pinned is not None:
+            changes["pinned"] = bool(pinned)
+        changes = {k: v for k, v in changes.items() if getattr(mem, k) != v}
+        if not changes:
+            raise InvalidInputError(f"nothing to change in {mem.id}")
+        self._write_changes(mem, changes, event="updated", cause="edit")
+        return self.get(mem.id)
+
+    def _write_changes(self: "Mnemo", mem: Memory, changes: dict[str, Any], *, event: str, cause: str) -> None:
+        """Apply field changes (re-embedding new content) and record the old values."""
+        fields = dict(changes)
+        vec_row = None
+        if "content" in fields:
+            self._check_model()
+            h = _text.text_hash(fields["content"])
+            if not self.store.get_embeddings(self.embedder.name, [h]):
+                v = self._embed([fields["content"]], query=False)
+                vec_row = (h, v.shape[1], v[0].tobytes())
+            fields.update(content_hash=_text.content_hash(fields["content"]), embed_hash=h, tokens=_text.index_tokens(fields["content"]))
+        before = {k: getattr(mem, k) for k in changes}
+        with self._lock, self.store.transaction():
+            if vec_row is not None:
+                self.store.put_embeddings(self.embedder.name, [vec_row])
+            self.store.update_fields(mem.id, **fields)
+            self.store.add_event(mem.id, event, cause, {"before": before})
+
+    def restore(self: "Mnemo", memory_id: str, *, cause: str = "restore") -> Memory:
+        """Undo a memory's last lifecycle step: un-delete, un-archive, un-supersede (back to
+        active), un-merge (the merged-in statement becomes its own memory again) or un-edit."""
+        mem = self.get(memory_id)
+        if mem.status != "active":
+            with self.store.transaction():
+                self.store.set_status(mem.id, "active")
+                self.store.add_event(mem.id, "restored", cause, {"from": mem.status, **({"superseded_by": mem.superseded_by} if mem.superseded_by else {})})
+            return self.get(mem.id)
+        last = next((e for e in reversed(self.store.events(mem.id)) if e["kind"] in _UNDOABLE + _UNDONE), None)
+        if last is None or last["kind"] in _UNDONE:
+            raise InvalidInputError(f"{mem.id} is active: nothing to restore (no lifecycle step to undo)")
+        before = last["data"].get("before", {})
+        if last["kind"] == "updated":
+            self._write_changes(mem, before, event="reverted", cause=cause)
+            return self.get(mem.id)
+        merged = last["data"].get("merged") or {}
+        split = None
+        if merged.get("content"):
+            split = self.remember_many([{**merged, "scope": mem.scope}], cause="unmerge", dedup=False, _merge_exact=False)[0][0]
+        with self.store.transaction():
+            self.store.update_fields(mem.id, **{k: v for k, v in before.items() if k in ("tags", "importance", "confidence")})
+            self.store.add_event(mem.id, "unmerged", cause, {"split_into": split.id if split else None})
+        return self.get(mem.id)
+
+    def related(self: "Mnemo", memory_id: str) -> list[dict[str, Any]]:
+        """The memories linked to this one (related, supersedes, derived_from…), strongest first."""
+        mem = self.get(memory_id)
+        return self.store.relations(mem.id)
+
+    # ------------------------------------------------------------ expiry
+
+    def review(self: "Mnemo", *, now: str | datetime | None = None, limit: int = 100) -> list[Memory]:
+        """Active memories whose expiry or review date has passed (not recalled until confirmed)."""
+        now_dt = parse_time(now) if now else utcnow()
+        return self.store.expired(format_time(now_dt), limit)
+
+    def confirm(self: "Mnemo", memory_id: str, *, expires: str | None = None, now: str | datetime | None = None) -> Memory:
+        """Reconfirm a memory: a new expiry (given, or the same span as before from now), or none."""
+        mem = self.get(memory_id)
+        now_dt = parse_time(now) if now else utcnow()
+        span = mem.metadata.get("expires_after")
+        if expires:
+            expires_at, span = parse_expiry(expires, now_dt)
+        elif span:
+            expires_at = format_time(now_dt + timedelta(seconds=int(span)))
+        else:
+            expires_at = None
+        metadata = {**mem.metadata, "expires_after": span} if span else {k: v for k, v in mem.metadata.items() if k != "expires_after"}
+        with self.store.transaction():
+            self.store.update_fields(mem.id, expires_at=expires_at, metadata=metadata)
+            self.store.add_event(mem.id, "confirmed", "confirm", {"expires_at": expires_at, "before": {"expires_at": mem.expires_at}})
+        return self.get(mem.id)
+
+    # ------------------------------------------------------------ decay and archive
+
+    def gc(self: "Mnemo", *, apply: bool = False, now: str | datetime | None = None, archive_days: float = 180.0, limit: int = 10_000) -> dict[str, Any]:
+        """Archive memories nobody has used for ``archive_days`` (from the later of their last
+        access and the moment they entered the store; importance ≥ 0.8 and pinned ones are exempt).
+        A dry run unless ``apply``; archived memories stay searchable with include_archived."""
+        now_dt = parse_time(now) if now else utcnow()
+        cutoff = format_time(now_dt - timedelta(days=archive_days))
+        stale = self.store.unused_since(cutoff, min_importance=0.8, limit=limit)
+        if apply and stale:
+            with self.store.transaction():
+                for mem in stale:
+                    self.store.set_status(mem.id, "archived")
+                    self.store.add_event(mem.id, "archived", f"gc: not used for {archive_days:g} days", {})
+        return {"applied": apply, "archive_days": archive_days, "archive": [
+            {"id": m.id, "content": m.content, "last_used": max(m.last_accessed_at or "", m.stored_at or m.created_at)} for m in stale]}
+
+
+#: words before a number that make it an identifier in a series, not a value of one slot:
+#: "tip number 5" and "tip number 6" are two tips, while "port 5432" → "port 5433" is a change
+_IDENTIFIER_WORDS = frozenset(
+    "number no # module day ticket issue pr step item part chapter section tip note case page figure table line task bug".split()
+)
+
+
+def _enumerates(reason: str, detail: str) -> bool:
+    """A "new value" that is only the next item of a numbered series (see _IDENTIFIER_WORDS)."""
+    if reason != "new_value":
+        return False
+    head = detail.split("→")[0].strip().split()
+    return len(head) >= 2 and head[-2].casefold().lstrip("#") in _IDENTIFIER_WORDS | {""}
+
+
+def adds_information(old: str, new: str) -> bool:
+    """Whether ``new`` says more than ``old``: it brings a number, or several content words that
+    ``old`` lacks (and more than ``old`` has that ``new`` lacks — a paraphrase swaps words, an
+    added detail only adds them). Cosine alone cannot tell "…port 8080" from "…port 8080 and
+    sits behind nginx"; merging the second would lose the detail."""
+    a = set(_text.query_terms(old)[0])
+    b = set(_text.query_terms(new)[0])
+    extra, missing = b - a, a - b
+    if any(any(ch.isdigit() for ch in t) for t in extra):
+        return True
+    return len(extra) >= 2 and len(extra) > len(missing)
+
+
+def _expired(mem: Memory) -> bool:
+    return bool(mem.expires_at) and mem.expires_at <= format_time(utcnow())  # type: ignore[operator]

@@ -1,0 +1,195 @@
+"""Conflict rules (mnemo._conflict): change words, same slot with a new value, negation, in Chinese,
+English and mixed text, and the traps that must stay non-conflicts (restatements, added detail,
+related facts about another subject, preferences that co-exist, questions and plans)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mnemo._conflict import Conflict, detect_conflict
+
+# (old, new, reason): new replaces or contradicts old
+CONFLICTS = [
+    # --- change: new announces a change (改为/改用/换成/switched to/replaced … with …) ---
+    ("采用 A 方案", "改用 B 方案", "change"),
+    ("数据库用 MySQL", "改用 PostgreSQL", "change"),
+    ("我们的数据库是 MySQL 8.0", "数据库从 MySQL 迁移到了 PostgreSQL", "change"),
+    ("每周五部署", "部署时间改为每周四", "change"),
+    ("API 超时设置为 30 秒", "超时改为 60 秒", "change"),
+    ("数据库端口是 5432", "端口由 5432 改为 5433", "change"),
+    ("缓存用 Redis", "不再用 Redis，改用 Memcached", "change"),
+    ("前端使用 Vue 2", "前端换成 React 了", "change"),
+    ("日志存在 Elasticsearch", "日志用 ClickHouse 取代了 Elasticsearch", "change"),
+    ("編輯器用 VS Code", "編輯器換成 Cursor", "change"),  # traditional characters
+    ("项目用 Python 3.11", "已升级到 Python 3.12", "change"),
+    ("把默认分支设为 master", "默认分支从 master 改为 main", "change"),
+    ("周会在周三下午", "周会改到周四下午", "change"),
+    ("延迟大约 200ms", "延迟降到 50ms", "change"),
+    ("The project is written in JavaScript", "We switched from JavaScript to TypeScript", "change"),
+    ("We use MySQL for the main database", "We migrated the main database to PostgreSQL", "change"),
+    ("CI runs on Jenkins", "We replaced Jenkins with GitHub Actions", "change"),
+    ("Standup is at 9:30", "We moved standup to 10:00", "change"),
+    ("Use npm for the frontend", "Use pnpm instead of npm for the frontend", "change"),
+    ("Logs go to Papertrail", "Papertrail was replaced by Datadog", "change"),
+    ("The team uses Slack", "We switched to Microsoft Teams", "change"),
+    ("I drink coffee in the morning", "I now prefer tea over coffee in the morning", "change"),
+    ("The office is located in Shanghai", "The office moved to Hangzhou", "change"),
+    # --- negation: new negates what old states ---
+    ("使用 Redis 做缓存", "不再使用 Redis", "negation"),
+    ("我们每周五部署", "我们不再每周五部署", "negation"),
+    ("项目用 jQuery", "项目已经不用 jQuery 了", "negation"),
+    ("部署需要审批", "部署不用审批", "negation"),
+    ("We deploy on Fridays", "We no longer deploy on Fridays", "negation"),
+    ("We use Redis", "We don't use Redis anymore", "negation"),
+    ("The team uses Jira", "We stopped using Jira", "negation"),
+    ("We support Python 3.8 and 3.9", "We dropped support for Python 3.8", "negation"),
+    ("Deploys need approval from Alice", "We no longer need approval for deploys", "negation"),
+    # --- new_value: the same slot with a different value ---
+    ("PostgreSQL runs on port 5432", "PostgreSQL runs on port 5433", "new_value"),
+    ("数据库端口 5432", "数据库端口 5433", "new_value"),
+    ("We use Python 3.11", "We use Python 3.12", "new_value"),
+    ("The price is $99 per month", "The price is $129 per month", "new_value"),
+    ("会员价格 99 元", "会员价格 129 元", "new_value"),
+    ("项目截止日期是 3 月 5 日", "项目截止日期是 3 月 12 日", "new_value"),
+    ("The deadline is March 5", "The deadline is March 12", "new_value"),
+    ("API 响应时间必须低于 200ms", "API 响应时间必须低于 300ms", "new_value"),
+    ("Request timeout is 30s", "Request timeout is 60s", "new_value"),
+    ("We use PostgreSQL 14", "We use PostgreSQL 15 with pgvector", "new_value"),
+    ("每天 10 点开站会", "每天 9 点半开站会", "new_value"),
+    ("The API rate limit is 100 requests per minute", "The API rate limit is 200 requests per minute", "new_value"),
+    ("The server has 16 GB of RAM", "The server has 32 GB of RAM", "new_value"),
+    ("前端用 React", "前端用 Vue", "new_value"),
+    ("The backend is written in Python", "The backend is written in Go", "new_value"),
+    ("The project lead is Alice", "The project lead is Bob", "new_value"),
+    ("团队负责人是张三", "团队负责人是李四", "new_value"),
+    ("默认分支是 master", "默认分支是 main", "new_value"),
+]
+
+# (old, new): new restates, adds detail, is about another subject, co-exists, asks or only plans
+NON_CONFLICTS = [
+    # paraphrases, duplicates and added detail
+    ("项目用 FastAPI", "我们的项目采用 FastAPI 框架"),
+    ("我们使用 PostgreSQL", "我们使用 PostgreSQL 15 和 pgvector"),
+    ("端口 5432", "端口 5432"),
+    ("数据库端口 5432", "数据库端口依然是 5432，密码定期更换"),
+    ("我们已经改用 PostgreSQL", "数据库改用 PostgreSQL 了"),
+    ("不再使用 Redis", "我们不再使用 Redis 了"),
+    ("我们从 Vue 2 升级到了 Vue 3", "项目用 Vue 3 和 Vite"),
+    ("We use PostgreSQL", "We use PostgreSQL 15 with pgvector"),
+    ("We switched from MySQL to PostgreSQL", "The database was migrated from MySQL to PostgreSQL last year"),
+    ("We use TypeScript", "We switched to TypeScript in 2023"),
+    ("Python 3.11 is required", "Python 3.11 is required on CI too"),
+    ("We use Python 3.11", "We use Python 3.11.4"),
+    ("We have 10k users", "We have 10000 users"),
+    ("The server listens on port 8080", "The server listens on port 8080 behind nginx"),
+    ("We deploy on Fridays", "We deploy on Fridays after the 3pm freeze"),
+    ("We don't deploy on Fridays", "We no longer deploy on Fridays"),
+    ("The backend is written in Go", "The backend is written in Go 1.22"),
+    # related facts about another subject or slot
+    ("API 响应时间必须低于 200ms", "数据库查询必须低于 50ms"),
+    ("数据库备份每天凌晨 3 点", "数据库改用 PostgreSQL"),
+    ("Redis 集群有 3 个节点", "改用 Redis 做缓存"),
+    ("缓存用 Redis", "队列用 Kafka"),
+    ("每天 10 点开站会", "每天 6 点下班"),
+    ("月费 99 元", "年费 999 元"),
+    ("我女儿今年 5 岁", "我儿子今年 8 岁"),
+    ("缓存过期时间是 300 秒", "会话过期时间是 24 小时"),
+    ("数据库端口是 5432", "Redis 端口是 6379"),
+    ("测试环境用 MySQL", "生产环境用 PostgreSQL"),
+    ("我们用 Jenkins 做夜间构建", "我们不再用 Jenkins 做发布"),
+    ("Python 3.11 for the backend", "Python 3.12 for the ML service"),
+    ("The staging database is PostgreSQL 15", "The production database is PostgreSQL 14"),
+    ("The staging server runs on port 8080", "The metrics endpoint is exposed on port 9090"),
+    ("The backend uses PostgreSQL", "The backend uses Redis for caching"),
+    ("We use Redis for caching", "We no longer use Redis for sessions"),
+    ("I drink coffee every morning", "I no longer drink coffee after 3pm"),
+    ("Our CI runs on GitHub Actions", "We switched from Travis to CircleCI for mobile builds"),
+    ("Alice owns the billing service", "Bob owns the search service"),
+    ("The cache TTL is 300 seconds", "The session TTL is 24 hours"),
+    ("I use VS Code", "I switched my editor theme to dark"),
+    ("We support Python 3.8", "We dropped support for Python 3.7"),
+    # preferences and facts that co-exist, additions
+    ("我喜欢喝茶", "我喜欢喝咖啡"),
+    ("我每天早上喝咖啡", "我每天早上喝茶"),
+    ("后端用 Python", "后端也用 Go 写一些脚本"),
+    ("Redis 用来做缓存", "Redis 也用来做限流"),
+    ("数据库是 MySQL", "数据库是性能瓶颈"),
+    ("前端用 Vue", "前端不用 React"),
+    ("I like tea", "I like coffee"),
+    ("Python is great for scripting", "Python is slow for number crunching"),
+    ("The API supports Python 3.10", "The API also supports Python 3.12"),
+    ("The frontend uses Vue", "The frontend doesn't use React"),
+    ("I ran 5 km today", "I ran 10 km today"),
+    ("We released v1 in 2023", "We released v2 in 2024"),
+    ("我们在 2023 年上线了 v1", "我们在 2024 年上线了 v2"),
+    # questions, plans and hedges
+    ("数据库用 MySQL", "考虑改用 PostgreSQL"),
+    ("数据库用 MySQL", "要不要改用 PostgreSQL？"),
+    ("项目用 Python 3.11", "Python 需要升级到 3.12"),
+    ("Python 需要升级到 3.12", "项目用 Python 3.11"),
+    ("We use PostgreSQL", "Should we switch to MySQL?"),
+    ("We use PostgreSQL", "We are considering switching to MySQL"),
+    ("The frontend uses React", "We will migrate the frontend to Svelte next year"),
+    ("What database do we use?", "We use PostgreSQL"),
+]
+
+
+def test_the_case_lists_cover_both_languages_and_mostly_non_conflicts() -> None:
+    pairs = [(o, n) for o, n, _ in CONFLICTS] + NON_CONFLICTS
+    zh = sum(any("\u4e00" <= ch <= "\u9fff" for ch in o + n) for o, n in pairs)
+    assert len(pairs) >= 60 and 0.35 <= zh / len(pairs) <= 0.65
+    assert len(NON_CONFLICTS) >= len(CONFLICTS)
+    assert {r for *_, r in CONFLICTS} == {"change", "new_value", "negation"}
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), CONFLICTS)
+def test_conflicts_are_detected_with_their_reason(old: str, new: str, reason: str) -> None:
+    found = detect_conflict(old, new)
+    assert found is not None, f"missed: {old!r} → {new!r}"
+    assert found.reason == reason, found
+    assert found.detail and len(found.detail) <= 80
+
+
+@pytest.mark.parametrize(("old", "new"), NON_CONFLICTS)
+def test_non_conflicts_stay_none(old: str, new: str) -> None:
+    assert detect_conflict(old, new) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "detail"),
+    [
+        ("PostgreSQL runs on port 5432", "PostgreSQL runs on port 5433", "port 5432 → 5433"),
+        ("The project is written in JavaScript", "We switched from JavaScript to TypeScript", "JavaScript → TypeScript"),
+        ("采用 A 方案", "改用 B 方案", "改用 B 方案"),
+        ("数据库用 MySQL", "改用 PostgreSQL", "MySQL → PostgreSQL"),
+        ("缓存用 Redis", "不再用 Redis，改用 Memcached", "Redis → Memcached"),
+        ("使用 Redis 做缓存", "不再使用 Redis", "不再使用 Redis"),
+        ("We deploy on Fridays", "We no longer deploy on Fridays", "no longer deploy on Fridays"),
+        ("前端用 React", "前端用 Vue", "React → Vue"),
+        ("The price is $99 per month", "The price is $129 per month", "price $99 → $129"),
+    ],
+)
+def test_details_name_the_old_and_new_value(old: str, new: str, detail: str) -> None:
+    found = detect_conflict(old, new)
+    assert found is not None and found.detail == detail
+
+
+def test_full_width_and_case_are_normalised() -> None:
+    assert detect_conflict("ＰｏｓｔｇｒｅＳＱＬ　ｒｕｎｓ　ｏｎ　ｐｏｒｔ　５４３２", "postgresql runs on port 5433") is not None
+    assert detect_conflict("We use POSTGRESQL", "we use postgresql") is None
+
+
+def test_empty_identical_and_question_texts_never_conflict() -> None:
+    assert detect_conflict("", "改用 PostgreSQL") is None
+    assert detect_conflict("数据库用 MySQL", "") is None
+    assert detect_conflict("数据库用 MySQL", "数据库用 MySQL") is None
+    assert detect_conflict("数据库用 MySQL 吗", "改用 PostgreSQL") is None
+
+
+def test_conflict_is_a_frozen_value() -> None:
+    c = Conflict("change", "A → B")
+    assert c == Conflict("change", "A → B")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.reason = "negation"  # type: ignore[misc]
