@@ -163,3 +163,32 @@ def test_cli_lifecycle(cli) -> None:
     assert r.json()["memory"]["expires_at"]
     assert cli("review", "--json").json() == []
     assert cli("confirm", r.json()["memory"]["id"], "--expires", "2099-01-01").code == 0
+
+
+def test_consolidate_groups_fragments_into_a_summary(m: Mnemo) -> None:
+    frags = [
+        "deploy pipeline builds the docker image",
+        "deploy pipeline runs the integration tests",
+        "deploy pipeline pushes the docker image to the registry",
+        "deploy pipeline notifies the team channel",
+    ]
+    ids = [m.remember(f, scope="project:ci", dedup=False).id for f in frags]
+    m.remember("我喜欢喝乌龙茶", scope="project:ci")
+    dry = m.consolidate(scope="project:ci")
+    assert len(dry["groups"]) == 1 and sorted(dry["groups"][0]["sources"]) == sorted(ids)
+    assert m.stats()["by_status"] == {"active": 5}  # a dry run changes nothing
+    done = m.consolidate(scope="project:ci", apply=True)
+    summary = m.get(done["groups"][0]["summary_id"])
+    assert summary.source == "consolidate" and "deploy pipeline" in summary.content
+    assert {r["id"] for r in m.related(summary.id) if r["kind"] == "derived_from"} == set(ids)
+    assert all(m.get(i).status == "archived" for i in ids)
+    assert m.stats()["all_records"] == 6  # nothing deleted
+    m.restore(ids[0])
+    assert m.get(ids[0]).status == "active"
+
+
+def test_cli_consolidate_dry_run(cli) -> None:
+    for f in ("weekly report goes out on friday", "weekly report lists the open incidents", "weekly report includes the on-call log"):
+        assert cli("save", f, "--no-dedup").code == 0
+    r = cli("consolidate", "--json")
+    assert r.code == 0 and r.json()["applied"] is False and len(r.json()["groups"]) == 1

@@ -219,6 +219,66 @@ class LifecycleOps:
             self.store.add_event(mem.id, "confirmed", "confirm", {"expires_at": expires_at, "before": {"expires_at": mem.expires_at}})
         return self.get(mem.id)
 
+    # ------------------------------------------------------------ consolidation
+
+    def consolidate(
+        self: "Mnemo",
+        *,
+        scope: str | None = None,
+        since: str | datetime | None = None,
+        apply: bool = False,
+        min_group: int = 3,
+        threshold: float | None = None,
+    ) -> dict[str, Any]:
+        """Group fragments about the same topic (greedy clusters over the vectors: members at
+        least ``threshold`` similar to the group's first member, default the model's ``related``
+        threshold) and, for each group of ``min_group`` or more, write one summary memory — its
+        most central statements, extractively — linked ``derived_from`` to its sources, which are
+        archived (not deleted; ``restore`` brings each back). A dry run unless ``apply``."""
+        the_scope = check_scope(scope, self.scope)
+        cut = threshold if threshold is not None else self.embedder.calibration.related
+        mems = self.list(scope=the_scope, since=since, limit=100_000)
+        mems = [m for m in mems if m.scope == the_scope and not m.pinned]
+        if len(mems) < min_group:
+            return {"applied": apply, "scope": the_scope, "groups": []}
+        self._check_model()
+        idx = self._fresh_index()
+        pks = [self.store.pk_of(m.id) for m in mems]
+        vec_of = idx.vectors([p for p in pks if p is not None])
+        order = [i for i, pk in enumerate(pks) if pk in vec_of]
+        groups: list[list[int]] = []
+        used: set[int] = set()
+        for i in order:  # newest first: a group forms around recent statements
+            if i in used:
+                continue
+            seed = vec_of[pks[i]]
+            members = [j for j in order if j not in used and float(vec_of[pks[j]] @ seed) >= cut]
+            if len(members) >= min_group:
+                groups.append(members)
+                used.update(members)
+        report = []
+        for members in groups:
+            group = [mems[j] for j in members]
+            vecs = np.vstack([vec_of[pks[j]] for j in members])
+            summary = " / ".join(group[c].content for c in sorted(_central(vecs, min(3, len(group)))))
+            entry: dict[str, Any] = {"sources": [m.id for m in group], "summary": summary}
+            if apply:
+                types = [m.type for m in group]
+                new, _ = self.remember_many([{
+                    "content": summary, "scope": the_scope, "type": max(set(types), key=types.count),
+                    "tags": list(dict.fromkeys(t for m in group for t in m.tags)),
+                    "importance": max(m.importance for m in group), "source": "consolidate",
+                    "metadata": {"consolidated_from": len(group)},
+                }], cause="consolidate", dedup=False, _merge_exact=False)[0]
+                with self.store.transaction():
+                    for m in group:
+                        self.store.add_relation(new.id, m.id, "derived_from", 1.0)
+                        self.store.set_status(m.id, "archived")
+                        self.store.add_event(m.id, "archived", "consolidated", {"into": new.id})
+                entry["summary_id"] = new.id
+            report.append(entry)
+        return {"applied": apply, "scope": the_scope, "groups": report}
+
     # ------------------------------------------------------------ decay and archive
 
     def gc(self: "Mnemo", *, apply: bool = False, now: str | datetime | None = None, archive_days: float = 180.0, limit: int = 10_000) -> dict[str, Any]:
@@ -263,6 +323,12 @@ def adds_information(old: str, new: str) -> bool:
     if any(any(ch.isdigit() for ch in t) for t in extra):
         return True
     return len(extra) >= 2 and len(extra) > len(missing)
+
+
+def _central(vecs: np.ndarray, k: int) -> list[int]:
+    """Indices of the ``k`` members most similar to all the others (an extractive summary)."""
+    sims = vecs @ vecs.T
+    return list(np.argsort(-sims.mean(axis=1), kind="stable")[:k])
 
 
 def _expired(mem: Memory) -> bool:

@@ -174,3 +174,12 @@ def gc(report: dict[str, Any]) -> None:
     out.print(f"{verb} {len(items)} memories unused for {report['archive_days']:g} days" + ("" if report["applied"] or not items else " (run with --apply)"))
     for item in items[:50]:
         out.print(f"  {item['id']}  [dim]last used {item['last_used'][:10]}[/]  {escape(item['content'][:80])}")
+
+
+def consolidation(report: dict[str, Any]) -> None:
+    groups = report["groups"]
+    verb = "consolidated" if report["applied"] else "would consolidate"
+    out.print(f"{verb} {len(groups)} groups in {escape(report['scope'])}" + ("" if report["applied"] or not groups else " (run with --apply)"))
+    for g in groups:
+        into = f" → {g['summary_id']}" if g.get("summary_id") else ""
+        out.print(f"  {len(g['sources'])} memories{into}: {escape(g['summary'][:100])}")

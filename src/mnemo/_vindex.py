@@ -151,6 +151,10 @@ class VectorIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(self._pk[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
+    def vectors(self, pks: list[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of those memories that have one."""
+        return {pk: self._matrix[self._pos[pk]].copy() for pk in pks if pk in self._pos and self._valid[self._pos[pk]]}
+
     def similarity(self, query: np.ndarray, pks: list[int]) -> dict[int, float]:
         """Exact cosine of ``query`` with the given memories (those that have a vector)."""
         pos = [(pk, self._pos[pk]) for pk in pks if pk in self._pos and self._valid[self._pos[pk]]]

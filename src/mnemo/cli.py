@@ -55,6 +55,7 @@ OPERATIONS: dict[str, str] = {
     "review": "review",
     "confirm": "confirm",
     "gc": "gc",
+    "consolidate": "consolidate",
 }
 
 
@@ -455,6 +456,18 @@ def gc_cmd(state: CLIState, apply_: bool, archive_days: float | None) -> None:
     with state.open() as m:
         report = m.gc(apply=apply_, archive_days=days)
     state.emit(report, lambda: _render.gc(report))
+
+
+@command("consolidate", scope_option=False)
+@click.option("--scope", help="Scope to consolidate (default: the current scope).")
+@click.option("--since", help="Only memories created at or after this time.")
+@click.option("--apply", "apply_", is_flag=True, help="Do it (the default is a dry run).")
+@click.option("--min-group", type=int, default=3, show_default=True, help="Smallest group worth a summary.")
+def consolidate_cmd(state: CLIState, scope: str | None, since: str | None, apply_: bool, min_group: int) -> None:
+    """Merge fragments about one topic into a summary memory; the fragments are archived, not deleted."""
+    with state.open() as m:
+        report = m.consolidate(scope=scope, since=since, apply=apply_, min_group=min_group)
+    state.emit(report, lambda: _render.consolidation(report))
 
 
 @command("stats")
