@@ -41,10 +41,11 @@ def _fast(first: str, pattern: str) -> re.Pattern[str]:
 
 _C = r"[^,;，；。!！?？\n]"  # one character inside a clause
 _TO = rf"(?:了\s*)?(?P<to>{_C}{{1,40}})"
-_ZH_VERB = (
-    "改为|改成|改用|改到|改回|改由|换成|换为|换用|换到|替换为|替换成|切换到|切换为|切换成|切到|转用|转为|迁移到|迁移至|"
-    "迁到|搬到|变为|变成|调整为|调整到|调到|更改为|更新为|升级到|升级为|降级到|降级为|提高到|提升到|增加到|降低到|降到|涨到|延期到|推迟到|延长到|提前到|缩短到|减少到|改[\u4e00-\u9fff]{1,2}?(?:到|在|为|成)"
-)
+_ZH_VERBS = (  # 改为 X / 换成 X / 迁移到 X …; "改推到" style (改 + verb + 到) is the regex at the end of _ZH_VERB
+    "改为 改成 改用 改到 改回 改由 换成 换为 换用 换到 替换为 替换成 切换到 切换为 切换成 切到 转用 转为 迁移到 迁移至 迁到 搬到 变为 变成 "
+    "调整为 调整到 调到 更改为 更新为 升级到 升级为 降级到 降级为 提高到 提升到 增加到 降低到 降到 涨到 延期到 推迟到 延长到 提前到 缩短到 减少到"
+).split()
+_ZH_VERB = "|".join(_ZH_VERBS) + r"|改[\u4e00-\u9fff]{1,2}?(?:到|在|为|成)"
 _EN_GATE = "switch|chang|mov|migrat|upgrad|downgrad|transition|convert|renam|extend|postpon|delay|bump|increas|decreas|reduc|resched"
 _EN_VERB = rf"(?:{_EN_GATE})(?:e|es|ed|ing)?"
 _ANY = rf"{_C}{{1,40}}"
@@ -57,7 +58,7 @@ _CHANGE = tuple(
         ("取代|替代|代替|替换", rf"用\s*(?P<to>{_C}{{1,20}}?)\s*(?:取代|替代|代替|替换)了?\s*(?P<from>{_C}{{1,20}})"),
         ("被", rf"(?P<from>[\w.+#-]+)\s*(?:被|已被)\s*(?P<to>{_C}{{1,20}}?)\s*(?:取代|替代|代替|替换)"),
         ("而", rf"(?:用|使用|采用|选)\s*(?P<to>{_C}{{1,20}}?)\s*(?:而不是|而非|而不用)\s*(?P<from>{_C}{{1,20}})"),
-        ("|".join({v[0] for v in _ZH_VERB.split("|")}), rf"(?:{_ZH_VERB}){_TO}"),
+        ("[" + "".join({v[0] for v in _ZH_VERBS}) + "]", rf"(?:{_ZH_VERB}){_TO}"),
         (_EN_GATE + "|went", rf"\b(?:{_EN_VERB}|went)(?: over| back)?(?: \w+){{0,3}}? from (?P<from>{_ANY}?) (?:to|into) (?P<to>{_ANY})"),
         ("replac", rf"\breplac(?:e|es|ed|ing) (?P<from>{_ANY}?) (?:with|by) (?P<to>{_ANY})"),
         ("replaced|supersed", rf"(?P<from>[\w.+#-]+) (?:(?:is|was|has been|have been|got|were|are) )?(?:replaced|superseded) (?:by|with) (?P<to>{_ANY})"),
@@ -67,11 +68,11 @@ _CHANGE = tuple(
     )
 )
 # one cheap test before the per-pattern gates: a change character (Chinese) or a change word start (English)
-_GATE_ZH = re.compile("[" + "".join({v[0] for v in _ZH_VERB.split("|")}) + "从由取替代被而]")
+_GATE_ZH = re.compile("[" + "".join({v[0] for v in _ZH_VERBS}) + "从由取替代被而]")
 _GATE_EN = re.compile(rf"\b(?=[scmudtrepbiw])(?:{_EN_GATE}|went|replac|supersed|instead of|rather than|prefer)")
 # Negations of a predicate; a bare "don't X" needs "anymore": without it, it is a rule, not a reversal.
 _NEG = _fast(
-    "[不再已停弃废放]|\\b[nsgdarfi]",
+    r"[不再已停弃废放]|\b[nsgdarfi]",
     rf"(?:不再|再也不|已经?不|不用|不使用|不采用|停用|弃用|废弃|放弃|停止|no longer|never again|stopped|got rid of|"
     rf"(?:dropped|ditched|abandoned|retired|deprecated)\b|from now on,?(?: \w+)? (?:do not|don't|never|won't|no))\s*(?P<pred>{_ANY})"
     rf"|\b(?:do not|don't|does not|doesn't|are not|aren't|is not|isn't|not) (?P<pred2>{_ANY}?) any ?(?:more|longer)\b",
@@ -82,18 +83,20 @@ _QUESTION = re.compile(
     r"|^(?:do|does|did|is|are|was|were|should|shall|can|could|would|will|what|which|how|why|when|where|who)\b"
 )
 _HEDGE = _fast(
-    "[考打计可也或建如假要提准想]|\\b[mpctsiuw]",
+    r"[考打计可也或建如假要提准想]|\b[mpctsiuw]",
     r"\b(?:maybe|perhaps|might|consider(?:ing|ed)?|plan(?:s|ning)? to|thinking (?:about|of)|propos\w*|suggest\w*|if|unless"
     r"|whether|wonder\w*)\b|考虑|打算|计划|可能|也许|或许|建议|如果|假如|要是|提议|准备|想要|想(?=改|换|用|试)",
 )
 _MODAL = re.compile(r"\b(?:(?:need|needs|want|wants|have|has|going) to|should|will|would|could|must|may|can|gonna)\s+$")
 _ZH_MODAL = frozenset("需要 要 得 应该 应当 会 将 将要 可以 能 必须 准备 打算".split())  # whole jieba words: 周会 is a meeting
-_ADDITIVE = _fast("[也另此额同]|\\b[atib]", r"\b(?:also|too|as well|additionally|in addition|besides)\b|也|另外|此外|额外|同时")
+_ADDITIVE = _fast(r"[也另此额同]|\b[atib]", r"\b(?:also|too|as well|additionally|in addition|besides)\b|也|另外|此外|额外|同时")
 _EPISODIC = _fast(
     r"[今昨刚上去前\d]|\b[tyli]",
     r"\b(?:today|yesterday|tonight|this morning|last (?:night|week|month|year)|in (?:19|20)\d\d)\b"
     r"|今天|昨天|今早|昨晚|刚才|上周|上个月|去年|前年|(?:19|20)\d\d ?年",
 )
+# flags a text may carry: any negation word; a question; also/too/也 (adds, replaces nothing); an event, not a state
+_FLAGS = {"negative": _NEG_ANY, "question": _QUESTION, "additive": _ADDITIVE, "episodic": _EPISODIC}
 _CLAUSE = _fast(r"[,;，；。!！?？\n.\s但而并不]", r"[,;，；。!！?？\n]+|\.(?:\s+|$)|\s+(?:and|but|while|whereas|though)\s+|但是|而且|并且|不过")
 _WHY = r"\b(?:because|since|due to|so that|as of|recently)\b|因为|由于|以便|以免|最近|了$|吧|啦"
 _WHEN = r"\b(?:last|this|in \d{4}|yesterday|before|after|when|until)\b|去年|今年|上周|上个月|之前|之后|以后|的时候"
@@ -101,7 +104,7 @@ _CUT = re.compile(rf"\s*(?:{_WHY}|{_WHEN}|\b(?:for|now|already|instead|as well)\
 _CUT_NEG = re.compile(rf"\s*(?:{_WHY}).*$")  # a negated predicate keeps "for …", "after 3pm": they say which use stopped
 _LEAD = re.compile(r"^(?:(?:用|使用|采用|using|use)\s*)?")  # "不再用 X" as the "from" side: X
 _USE = _fast(
-    "[采使选用基部托运跑位放存推住]|\\b[uribwhdpl]",
+    r"[采使选用基部托运跑位放存推住]|\b[uribwhdpl]",
     r"(?<!不)(?<!再)(?<!没)(?:采用|使用|选用|用的是|用|基于|部署在|部署到|托管在|运行在|跑在|位于|放在|存放在|存在|推到|住在|\b(?:uses|use|using|runs? on"
     r"|(?:is )?(?:built|written) (?:with|in|on)|(?:is )?(?:hosted|deployed) (?:on|at|in)|(?:is )?(?:based|located) (?:on|in)"
     r"|relies on|(?:is )?powered by|lives? in))\s*(?:the |an? )?(?P<o>[a-z][\w.+#-]*|[\u4e00-\u9fff]{2,4}(?=$|[\s,，。;；了]))",
@@ -118,7 +121,7 @@ _SYN = {  # Chinese slot words → the English stem, so that mixed-language pair
     "数据库": "databas", "前端": "frontend", "后端": "backend", "缓存": "cach", "部署": "deploy", "日志": "log",
     "服务器": "server", "测试": "test", "截止日期": "deadlin", "预算": "budget", "编辑器": "editor", "分支": "branch",
 }
-_STOP = _text._EN_STOP | _text._ZH_STOP | {v for v in _ZH_VERB.split("|") if "[" not in v} | frozenset(
+_STOP = _text._EN_STOP | _text._ZH_STOP | frozenset(_ZH_VERBS) | frozenset(
     """use 用 使用 采用 选用 必须 需要 应该 低于 高于 小于 大于 少于 超过 不超过 至少 最多 以内 以下 以上 左右 约 大约 设置 设为 现在
     目前 当前 已经 改为 改成 改用 换成 换用 切换 迁移 升级 降级 调整 不再 不用 停用 弃用 放弃 停止 取代 替代 代替 替换 而是 不是 每次
     一直 改 换 迁 搬 切 转 调 switch chang move migrat upgrad downgrad replac instead anymor longer stop prefer rather must under below
@@ -136,9 +139,7 @@ _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS if u not in "$¥￥€�
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _HINT = re.compile(r"\d|周|星期|礼拜|day")  # every value has one of these; most clauses have none
-_WEEKDAYS = {d: i for i, d in enumerate("一二三四五六日", 1)} | {"天": 7} | {
-    d: i for i, d in enumerate("mon tues wednes thurs fri satur sun".split(), 1)
-}
+_WEEKDAYS = {d: i % 7 + 1 for i, d in enumerate("一 二 三 四 五 六 日 天 mon tues wednes thurs fri satur sun".split()) if i != 7} | {"天": 7}
 _VAL = _fast(  # letters only at a word start: months, weekdays, v2
     r"[\d$¥￥€£周星礼]|\b[jfmasondtwv]",
     r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])(?!次|般|起|样|致)|\b(?P<wd2>mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
@@ -169,10 +170,7 @@ class _Doc(NamedTuple):
     changes: tuple[re.Match[str], ...]
     plan: bool  # a hedge or a change not yet made ("考虑改用 X", "需要升级到 3.12"): its values are goals
     neg: re.Match[str] | None  # the first negation phrase (不再 X, no longer X)
-    negative: bool  # any negation word
-    question: bool
-    additive: bool  # also/too/也: adds, replaces nothing
-    episodic: bool  # today/yesterday/in 2023: an event, not a state
+    flags: frozenset[str]  # which of _FLAGS match
 
 
 @lru_cache(maxsize=65536)
@@ -267,10 +265,9 @@ def _doc(text: str) -> _Doc:
     gated = bool(_GATE_ZH.search(norm) or _GATE_EN.search(norm))  # most texts have no change word
     changes = tuple(m for p, gate in _CHANGE if gated and gate.search(norm) for m in p.finditer(norm))
     plan = _HEDGE.search(norm) is not None or any(_modal(norm[: m.start()]) for m in changes)
-    return _Doc(
-        disp, norm, frozenset(toks), tuple(clauses), tuple(v for c in clauses for v in c[3]), changes, plan, _NEG.search(norm),
-        bool(_NEG_ANY.search(norm)), bool(_QUESTION.search(norm)), bool(_ADDITIVE.search(norm)), bool(_EPISODIC.search(norm)),
-    )
+    flags = frozenset(name for name, pat in _FLAGS.items() if pat.search(norm))
+    vals = tuple(v for c in clauses for v in c[3])
+    return _Doc(disp, norm, frozenset(toks), tuple(clauses), vals, changes, plan, _NEG.search(norm), flags)
 
 
 def _has(t: str, d: _Doc) -> bool:
@@ -334,7 +331,7 @@ def _change(old: _Doc, new: _Doc) -> Conflict | None:
         if any(tin) or (rest and not tied):
             continue  # "改用 Redis 做缓存" vs "Redis 集群 3 节点": Redis took a job, old lost none
         bare = len(ttoks) == 1 or (te - ts <= 3 and _text.has_han(new.norm[ts:te]) and " " not in new.norm[ts:te])
-        cs = max(off for off, *_ in new.clauses if off <= m.start())
+        cs = max((off for off, *_ in new.clauses if off <= m.start()), default=0)
         lead = _toks(new.norm[cs : min(ts, fs) if fe > fs else ts])  # what changed: "认证改用 Clerk" is not the database
         if bare and not tvals and all(_has(t, old) for t in lead):  # a bare new name ("PostgreSQL", "阿里云") replaces what old uses
             for off, text, *_ in old.clauses:
@@ -345,7 +342,7 @@ def _change(old: _Doc, new: _Doc) -> Conflict | None:
 
 
 def _negation(old: _Doc, new: _Doc) -> Conflict | None:
-    if old.negative:
+    if "negative" in old.flags:
         return None  # old is itself negative: a restatement, not a reversal
     for m in _NEG.finditer(new.norm):
         toks, tin, _, vin = _found(_CUT_NEG.sub("", m.group("pred") or m.group("pred2") or ""), old)
@@ -361,9 +358,9 @@ def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 def _new_value(old: _Doc, new: _Doc) -> Conflict | None:
-    if new.additive or new.neg or old.neg:
+    if "additive" in new.flags or new.neg or old.neg:
         return None  # "also supports 3.12" adds; "dropped Python 3.7" / "不再支持 3.7" state no value
-    if new.episodic and old.episodic:
+    if "episodic" in new.flags & old.flags:
         return None  # "ran 5 km today" / "ran 10 km today": two events, both true
     for no, nc, nwords, nvals, nslots in new.clauses:
         for oo, oc, owords, ovals, oslots in old.clauses:
@@ -403,6 +400,6 @@ def detect_conflict(old: str, new: str) -> Conflict | None:
     (port, version, price, duration, date, time of day, "X uses Y", "X is Y").
     """
     o, n = _doc(old), _doc(new)
-    if not o.norm or not n.norm or o.norm == n.norm or n.plan or n.question or o.question:
+    if not o.norm or not n.norm or o.norm == n.norm or n.plan or "question" in n.flags | o.flags:
         return None
     return _change(o, n) or _negation(o, n) or (None if o.plan else _new_value(o, n))
