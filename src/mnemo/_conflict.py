@@ -139,7 +139,7 @@ _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS if u not in "$¥￥€�
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _HINT = re.compile(r"\d|周|星期|礼拜|day")  # every value has one of these; most clauses have none
-_WEEKDAYS = {d: i % 7 + 1 for i, d in enumerate("一 二 三 四 五 六 日 天 mon tues wednes thurs fri satur sun".split()) if i != 7} | {"天": 7}
+_WEEKDAYS = dict(zip("一二三四五六日", range(1, 8))) | dict(zip("mon tues wednes thurs fri satur sun".split(), range(1, 8))) | {"天": 7}
 _VAL = _fast(  # letters only at a word start: months, weekdays, v2
     r"[\d$¥￥€£周星礼]|\b[jfmasondtwv]",
     r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])(?!次|般|起|样|致)|\b(?P<wd2>mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
