@@ -23,7 +23,7 @@ from mnemo import _text
 class Conflict:
     """Why ``new`` supersedes ``old``.
 
-    ``reason``: ``"change"`` (new announces a change: 改用/换成/switched to/replaced … with …),
+    ``reason``: ``"change"`` (new announces a change: 改用/换成/switched to/replaced … with …/now prefer),
     ``"new_value"`` (same slot, different value: port, version, price, date, "X uses Y", "X is Y")
     or ``"negation"`` (new negates what old states: 不再用 X / no longer X). ``detail`` is short
     human text such as ``"port 5432 → 5433"`` or ``"JavaScript → TypeScript"``.
@@ -46,7 +46,7 @@ _ZH_VERBS = (  # 改为 X / 换成 X / 迁移到 X …; "改推到" style (改 +
     "调整为 调整到 调到 更改为 更新为 升级到 升级为 降级到 降级为 提高到 提升到 增加到 降低到 降到 涨到 延期到 推迟到 延长到 提前到 缩短到 减少到"
 ).split()
 _ZH_VERB = "|".join(_ZH_VERBS) + r"|改[\u4e00-\u9fff]{1,2}?(?:到|在|为|成)"
-_EN_GATE = "switch|chang|mov|migrat|upgrad|downgrad|transition|convert|renam|extend|postpon|delay|bump|increas|decreas|reduc|resched"
+_EN_GATE = "switch|chang|mov|migrat|upgrad|downgrad|transition|convert|renam|extend|postpon|delay|bump|increas|decreas|reduc|resched|lower|rais"
 _EN_VERB = rf"(?:{_EN_GATE})(?:e|es|ed|ing)?"
 _ANY = rf"{_C}{{1,40}}"
 # Change phrases, most specific first; `from` is the replaced value when stated. Each has a gate
@@ -59,24 +59,39 @@ _CHANGE = tuple(
         ("被", rf"(?P<from>[\w.+#-]+)\s*(?:被|已被)\s*(?P<to>{_C}{{1,20}}?)\s*(?:取代|替代|代替|替换)"),
         ("而", rf"(?:用|使用|采用|选)\s*(?P<to>{_C}{{1,20}}?)\s*(?:而不是|而非|而不用)\s*(?P<from>{_C}{{1,20}})"),
         ("[" + "".join({v[0] for v in _ZH_VERBS}) + "]", rf"(?:{_ZH_VERB}){_TO}"),
-        (_EN_GATE + "|went", rf"\b(?:{_EN_VERB}|went)(?: over| back)?(?: \w+){{0,3}}? from (?P<from>{_ANY}?) (?:to|into) (?P<to>{_ANY})"),
+        (_EN_GATE + "|went", rf"\b(?:{_EN_VERB}|went)(?: over| back)?(?: \w+){{0,3}}? (?:from|off|away from) (?P<from>{_ANY}?) (?:to|into|onto) (?P<to>{_ANY})"),
         ("replac", rf"\breplac(?:e|es|ed|ing) (?P<from>{_ANY}?) (?:with|by) (?P<to>{_ANY})"),
         ("replaced|supersed", rf"(?P<from>[\w.+#-]+) (?:(?:is|was|has been|have been|got|were|are) )?(?:replaced|superseded) (?:by|with) (?P<to>{_ANY})"),
         ("instead of|rather than", rf"(?:(?:use|uses|using|with) )?(?P<to>[\w.+#-]+(?: [\w.+#-]+)?) (?:instead of|rather than) (?P<from>{_ANY})"),
         ("prefer", rf"\bprefer(?:s|red)? (?P<to>{_C}{{1,30}}?) over (?P<from>{_ANY})"),
+        (" not | never ", rf"\b(?:use|using|prefer|choose|pick) (?P<to>[\w.+#-]+)\b[^;.!?。；！？\n]{{0,30}}? (?:not|never) (?P<from>[\w.+#-]+)"),
+        ("不要|别|不", rf"用\s*(?P<to>{_C}{{1,12}}?)\s*[,，]\s*(?:不要|别|不)再?用\s*(?P<from>{_C}{{1,12}})"),
+        ("went|rose|fell|grew|climbed|dropped", rf"\b(?:went (?:up|down)|rose|fell|grew|climbed|dropped)(?: \w+){{0,2}}? to (?P<to>{_ANY})"),
+        # "from now on, answer in Chinese" / "以后请用中文回答": the whole instruction is the new value
+        ("now on|going forward|从现在|从今|今后|以后", rf"(?:from now on|going forward|从现在起|从现在开始|从今天起|从今往后|今后|以后(?=请|都|就|一律|统一))[,，]?\s*(?P<to>{_ANY})"),
         (_EN_GATE, rf"\b{_EN_VERB}(?: over| back)?(?: (?!from\b)\w+){{0,3}}? (?:to|into) (?P<to>{_ANY})"),
     )
 )
+_FROM_NOW = next(p for p, _ in _CHANGE if "from now on" in p.pattern)
 # one cheap test before the per-pattern gates: a change character (Chinese) or a change word start (English)
-_GATE_ZH = re.compile("[" + "".join({v[0] for v in _ZH_VERBS}) + "从由取替代被而]")
-_GATE_EN = re.compile(rf"\b(?=[scmudtrepbiw])(?:{_EN_GATE}|went|replac|supersed|instead of|rather than|prefer)")
+_GATE_ZH = re.compile("[" + "".join({v[0] for v in _ZH_VERBS}) + "从由取替代被而不别今以]")
+_GATE_EN = re.compile(rf"\b(?=[scmudtrepbiwlfgn])(?:{_EN_GATE}|went|replac|supersed|instead of|rather than|prefer|not|never|rose|fell|grew|climbed|dropped|from now on|going forward)")
 # Negations of a predicate; a bare "don't X" needs "anymore": without it, it is a rule, not a reversal.
 _NEG = _fast(
-    r"[不再已停弃废放]|\b[nsgdarfi]",
-    rf"(?:不再|再也不|已经?不|不用|不使用|不采用|停用|弃用|废弃|放弃|停止|no longer|never again|stopped|got rid of|"
+    r"[不再已停弃废放别戒]|\b[nsgdarfiq]",
+    rf"(?:不再|再也不|已经?不|不要再|别再|不用|不使用|不采用|停用|弃用|废弃|放弃|停止|戒掉?了?|no longer|never again|stopped|quit|gave up|got rid of|"
     rf"(?:dropped|ditched|abandoned|retired|deprecated)\b|from now on,?(?: \w+)? (?:do not|don't|never|won't|no))\s*(?P<pred>{_ANY})"
     rf"|\b(?:do not|don't|does not|doesn't|are not|aren't|is not|isn't|not) (?P<pred2>{_ANY}?) any ?(?:more|longer)\b",
 )
+# preferences: "prefer tabs for indentation", "编辑器我喜欢浅色主题"; replaced only with a "now" (_NOWISH)
+_PREF = re.compile(r"(?:\bprefers?|\blikes?|喜欢|偏好|爱用)\s*(?:to use |using |用)?(?P<p>[a-z][\w.+#-]*|[\u4e00-\u9fff]{2,4})")
+_NOWISH = re.compile(r"\bnow\b|\bthese days\b|现在|如今")
+# "X was retired" / "X 下线了": the negated thing comes first
+_RETIRED = re.compile(
+    r"(?P<pred>[\w.+#-]+(?: [\w.+#-]+)?) (?:was|were|is|are|has been|have been|got) (?:retired|deprecated|removed|decommissioned|shut down|sunset)"
+    r"|(?P<pred2>[\w.+#-]+|[\u4e00-\u9fff]{2,6})\s*(?:已经?|被)?(?:下线|停用|弃用|废弃|退役)了?"
+)
+_RETIRED_GATE = re.compile(r"retired|deprecated|removed|decommissioned|shut down|sunset|下线|停用|弃用|废弃|退役")
 _NEG_ANY = _fast("[不没别nw停弃]", r"不(?!错|同|少|断|仅|过|久|管|但)|没|别|\b(?:no|not|never|without)\b|n't|停用|弃用")
 _QUESTION = re.compile(
     r"[?？]|吗\s*[。.!！]?\s*$|是否|要不要|能不能|该不该|是不是|有没有"
@@ -92,8 +107,8 @@ _ZH_MODAL = frozenset("需要 要 得 应该 应当 会 将 将要 可以 能 �
 _ADDITIVE = _fast(r"[也另此额同]|\b[atib]", r"\b(?:also|too|as well|additionally|in addition|besides)\b|也|另外|此外|额外|同时")
 _EPISODIC = _fast(
     r"[今昨刚上去前\d]|\b[tyli]",
-    r"\b(?:today|yesterday|tonight|this morning|last (?:night|week|month|year)|in (?:19|20)\d\d)\b"
-    r"|今天|昨天|今早|昨晚|刚才|上周|上个月|去年|前年|(?:19|20)\d\d ?年",
+    r"\b(?:today|yesterday|tonight|this (?:morning|week|month)|last (?:night|week|month|year)|in (?:19|20)\d\d)\b"
+    r"|今天|昨天|今早|昨晚|刚才|上周|上个月|去年|前年|本周|这周|本月|这个月|(?:19|20)\d\d ?年",
 )
 # flags a text may carry: any negation word; a question; also/too/也 (adds, replaces nothing); an event, not a state
 _FLAGS = {"negative": _NEG_ANY, "question": _QUESTION, "additive": _ADDITIVE, "episodic": _EPISODIC}
@@ -110,22 +125,25 @@ _USE = _fast(
     r"|relies on|(?:is )?powered by|lives? in))\s*(?:the |an? )?(?P<o>[a-z][\w.+#-]*|[\u4e00-\u9fff]{2,4}(?=$|[\s,，。;；了]))",
 )
 _IS = re.compile(r"(?:(?<![不还但就总要若可于])是|叫做?|[:=]|\b(?:is|are|was)\b)\s*(?:the |an? )?(?!not\b|不)(?P<v>[^\s,;，；。!！?？]{1,12})")
-_PERSON = frozenset("负责人 联系人 名字 名称 姓名 昵称 城市 地址 老板 经理 主管 对接人".split())
+_PERSON = frozenset("负责人 联系人 名字 名称 姓名 昵称 城市 地址 老板 经理 主管 对接人 领导".split())
 _ATTR = _PERSON | frozenset(  # subjects whose "X is Y" names one thing (stemmed English)
-    "时区 邮箱 默认 分支 域名 主机 区域 语言 框架 数据库 编辑器 系统 模型 服务商 供应商 用户名 owner lead manager maintainer contact "
-    "name email address timezone city branch region host hostnam domain model provider editor shell username databas framework languag".split()
+    "时区 邮箱 默认 分支 域名 主机 区域 语言 框架 数据库 编辑器 系统 模型 服务商 供应商 用户名 领导 owner lead manag maintain contact "
+    "name email address timezon citi branch region host hostnam domain model provid editor shell usernam databas framework languag "
+    "boss supervisor".split()
 )
 _GENERIC = frozenset("框架 数据库 方案 语言 工具 库 framework databas db librari languag tool option plan".split())
 _SYN = {  # Chinese slot words → the English stem, so that mixed-language pairs share a slot
     "端口": "port", "端口号": "port", "版本": "version", "价格": "price", "售价": "price", "定价": "price", "超时": "timeout",
     "数据库": "databas", "前端": "frontend", "后端": "backend", "缓存": "cach", "部署": "deploy", "日志": "log",
     "服务器": "server", "测试": "test", "截止日期": "deadlin", "预算": "budget", "编辑器": "editor", "分支": "branch",
+    "requir": "need",
 }
 _STOP = _text._EN_STOP | _text._ZH_STOP | frozenset(_ZH_VERBS) | frozenset(
     """use 用 使用 采用 选用 必须 需要 应该 低于 高于 小于 大于 少于 超过 不超过 至少 最多 以内 以下 以上 左右 约 大约 设置 设为 现在
-    目前 当前 已经 改为 改成 改用 换成 换用 切换 迁移 升级 降级 调整 不再 不用 停用 弃用 放弃 停止 取代 替代 代替 替换 而是 不是 每次
+    目前 当前 已经 已 改为 改成 改用 换成 换用 切换 迁移 升级 降级 调整 不再 不用 停用 弃用 放弃 停止 取代 替代 代替 替换 而是 不是 每次
     一直 改 换 迁 搬 切 转 调 switch chang move migrat upgrad downgrad replac instead anymor longer stop prefer rather must under below
-    above over less least set now currently about around within went back""".split()
+    above over less least set now currently about around within went back new 新 新的 these days 如今 上个月 上周 去年 今年
+    最近 昨天 今天 前天 刚才 刚刚 last month week year ago recently yesterday today please 请 remember 记住 note""".split()
 )
 _UNITS: dict[str, tuple[str, float]] = {}  # unit → (class, factor to the class's base unit)
 for _spec in (
@@ -136,18 +154,26 @@ for _spec in (
     _cls, _f, *_names = _spec.split()
     _UNITS.update({n: (_cls, float(_f)) for n in _names})
 _UNIT_RE = "|".join(sorted((re.escape(u) for u in _UNITS if u not in "$¥￥€£"), key=len, reverse=True))
+_ID_WORDS = frozenset(
+    "number no module day ticket issue pr step item part chapter section tip note case page figure table line task bug "
+    "编号 序号 工单 步骤".split()
+)
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
-_HINT = re.compile(r"\d|周|星期|礼拜|day")  # every value has one of these; most clauses have none
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
+_NUMBER_WORDS |= {c: str(i) for i, c in enumerate("一二三四五六七八九十", 1)} | {"两": "2"}
+_HINT = re.compile(r"\d|周|星期|礼拜|day|[一二两三四五六七八九十]|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b")
 _WEEKDAYS = dict(zip("一二三四五六日", range(1, 8))) | dict(zip("mon tues wednes thurs fri satur sun".split(), range(1, 8))) | {"天": 7}
 _VAL = _fast(  # letters only at a word start: months, weekdays, v2
-    r"[\d$¥￥€£周星礼]|\b[jfmasondtwv]",
+    r"[\d$¥￥€£周星礼一二两三四五六七八九十]|\b[jfmasondtwve]",
     r"(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])(?!次|般|起|样|致)|\b(?P<wd2>mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
+    r"(?<![一二两三四五六七八九十])(?P<nw>[一二两三四五六七八九十])(?=[个只位名台条次人种])"  # 两只猫, 一个人: counts
+    r"|(?<!no )(?<!any )(?<!every )\b(?P<nw2>one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b(?! of\b)|"
     r"(?P<y>\d{4})[-/.年](?P<m>\d{1,2})[-/.月](?P<d>\d{1,2})[日号]?|(?P<m1>\d{1,2})(?:\s*月\s*|/)(?P<d1>\d{1,2})\s*[日号]?"
     r"|(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (?P<d2>\d{1,2})(?:st|nd|rd|th)?(?![\d:])"
     r"|(?P<hh>\d{1,2})(?::(?P<mm>\d{2})\s*(?P<ap>am|pm)?|\s*(?P<ap2>am|pm)(?![a-z])|\s*点(?P<half>半)?)"
     r"|(?P<cur>[$¥￥€£])\s*(?P<amt>\d[\d,]*(?:\.\d+)?)"
-    rf"|(?<![\w.\-])(?P<num>v?\d+(?:,\d{{3}})*(?:\.\d+)*)(?:\s*(?P<unit>{_UNIT_RE}))?(?![a-z\d])",
+    rf"|(?<![\w.\-])(?P<num>v?\d+(?:,\d{{3}})*(?:\.\d+)*)(?:st|nd|rd|th)?(?:\s*(?P<unit>{_UNIT_RE}))?(?![a-z\d])",
 )
 
 
@@ -166,10 +192,11 @@ class _Doc(NamedTuple):
     norm: str  # disp case-folded: what the rules read (same offsets)
     toks: frozenset[str]
     clauses: tuple[tuple[int, str, frozenset[str], tuple[_Val, ...], tuple[re.Match[str] | None, ...]], ...]
-    vals: tuple[_Val, ...]  # ^ (offset, text, words, values, (X uses Y, X is Y)) per clause
+    vals: tuple[_Val, ...]  # ^ (offset, text, words, values, (X uses Y, X is Y, prefers Y)) per clause
     changes: tuple[re.Match[str], ...]
     plan: bool  # a hedge or a change not yet made ("考虑改用 X", "需要升级到 3.12"): its values are goals
     neg: re.Match[str] | None  # the first negation phrase (不再 X, no longer X)
+    negs: tuple[re.Match[str], ...]  # every negation or retirement phrase ("X was retired", "X 下线了")
     flags: frozenset[str]  # which of _FLAGS match
 
 
@@ -211,11 +238,13 @@ def _same(a: object, b: object) -> bool:
 
 @lru_cache(maxsize=8192)
 def _values(clause: str, disp: str) -> tuple[_Val, ...]:
-    """Numbers, money, durations, dates and times of day in ``clause``, each with its slot word."""
+    """Numbers (also 两只 / two), money, durations, dates, weekdays and times of day in ``clause``, each with its slot word."""
     out, words = [], _words(clause)
     for m in _VAL.finditer(clause):
         g = m.groupdict()
-        if g["wd"] or g["wd2"]:
+        if g["nw"] or g["nw2"]:
+            cls, val = "_", _NUMBER_WORDS[g["nw"] or g["nw2"]]
+        elif g["wd"] or g["wd2"]:
             cls, val = "weekday", float(_WEEKDAYS[g["wd"] or g["wd2"]])
         elif g["d"] or g["d1"] or g["d2"]:
             mon = _MONTHS[g["mon"]] if g["mon"] else int(g["m"] or g["m1"])
@@ -229,6 +258,8 @@ def _values(clause: str, disp: str) -> tuple[_Val, ...]:
             n, (cls, f) = g["num"].replace(",", "").lstrip("v"), _UNITS.get(g["unit"] or "", ("_", 1.0))
             val = float(n) * f if g["unit"] and n.count(".") < 2 else n
         key, raw, _ = ([w for w in words if w[2] + len(w[1]) <= m.start()] or [("", "", 0)])[-1]
+        if raw in _ID_WORDS or clause[: m.start()].rstrip()[-1:] in ("#", "第"):
+            continue  # "tip number 5", "ticket #12", "第 3 步" name one item of a series, not a slot's value
         out.append(_Val(cls, val, key, raw, disp[m.start() : m.end()].strip(), m.start(), m.end()))
     return tuple(out)
 
@@ -261,20 +292,27 @@ def _doc(text: str) -> _Doc:
                 words = frozenset(_toks(_VAL.sub(" ", c)))
             else:
                 words = frozenset(k for k, a, b in ws if not any(a < v.end and v.at < b for v in vals))
-        clauses.append((start, c, words, vals, (_USE.search(c), _IS.search(c))))
+        clauses.append((start, c, words, vals, (_USE.search(c), _IS.search(c), _PREF.search(c))))
     gated = bool(_GATE_ZH.search(norm) or _GATE_EN.search(norm))  # most texts have no change word
     changes = tuple(m for p, gate in _CHANGE if gated and gate.search(norm) for m in p.finditer(norm))
     plan = _HEDGE.search(norm) is not None or any(_modal(norm[: m.start()]) for m in changes)
     flags = frozenset(name for name, pat in _FLAGS.items() if pat.search(norm))
     vals = tuple(v for c in clauses for v in c[3])
-    return _Doc(disp, norm, frozenset(toks), tuple(clauses), vals, changes, plan, _NEG.search(norm), flags)
+    negs = (*_NEG.finditer(norm), *(_RETIRED.finditer(norm) if _RETIRED_GATE.search(norm) else ()))
+    neg = negs[0] if negs and negs[0].re is _NEG else None
+    return _Doc(disp, norm, frozenset(toks), tuple(clauses), vals, changes, plan, neg, negs, flags)
 
 
 def _has(t: str, d: _Doc) -> bool:
     """Does ``d`` mention word ``t``? (Han by substring: jieba may cut 每周五 and 每周 四 differently.)"""
-    if t in d.toks or not t.isascii():
-        return t in d.toks or t in d.norm
-    i, text = d.norm.find(t), d.norm  # as a whole word (node.js, c++): no re.compile per word
+    return t in d.toks or _in(t, d.norm)
+
+
+def _in(t: str, text: str) -> bool:
+    """Is ``t`` in ``text``, as a whole word when it is Latin (node.js, c++)? No re.compile per word."""
+    if not t.isascii():
+        return t in text
+    i = text.find(t)
     while i >= 0:
         j = i + len(t)
         if (i == 0 or text[i - 1] not in _ALNUM) and (j == len(text) or text[j] not in _ALNUM):
@@ -316,9 +354,16 @@ def _change(old: _Doc, new: _Doc) -> Conflict | None:
                 return Conflict("change", f"{new.disp[fs:fe]} → {new.disp[ts:te]}")
             if explicit:
                 continue  # an explicit "from" that old never mentions: not about old
-        (a, b), (c, d) = sorted([(ts, te), (fs, fe)])
+        (a, b), (c, d) = sorted([(ts, m.end("to")), (fs, fe)])  # the cut asides ("last month") are no subject
         rest = set(_toks(f"{new.norm[:a]} {new.norm[b:c]} {new.norm[d:]}"))  # new's subject, besides target and from
         tied = any(_has(t, old) for t in rest)
+        # "from now on, answer in Chinese" after "answer in English": one word swapped for one. Only
+        # this rule for such instructions (they open with a verb, "keep answers short"), and only for
+        # them: after "switched to" the target may just add to old ("switched to Slack huddles").
+        if m.re is _FROM_NOW:
+            if tin.count(False) == 1 and any(tin) and len(old.toks - new.toks) == 1:
+                return Conflict("change", new.disp[m.start() : te].strip())
+            continue
         # "改用 B 方案" after "采用 A 方案": a new word in front of one old shares;
         # "部署时间改为每周四" after "每周五部署": a shared subject and a half-new target
         if any(not x and y for i, x in enumerate(tin) for y in tin[i + 1 :]) or (tied and any(tin) and not all(tin)):
@@ -336,47 +381,58 @@ def _change(old: _Doc, new: _Doc) -> Conflict | None:
         if bare and not tvals and all(_has(t, old) for t in lead):  # a bare new name ("PostgreSQL", "阿里云") replaces what old uses
             for off, text, *_ in old.clauses:
                 for u in _USE.finditer(text):
-                    if not _has(u.group("o"), new):
+                    o = u.group("o")  # old's value must be gone from new, or named there only to retire it
+                    if not _has(o, new) or any(_in(o, n.group(0)) for n in new.negs):
                         return Conflict("change", f"{old.disp[off + u.start('o') : off + u.end('o')]} → {new.disp[ts:te]}")
     return None
 
 
 def _negation(old: _Doc, new: _Doc) -> Conflict | None:
-    if "negative" in old.flags:
-        return None  # old is itself negative: a restatement, not a reversal
-    for m in _NEG.finditer(new.norm):
+    if "negative" in old.flags or old.negs:
+        return None  # old is itself negative ("deprecated", "不用"): a restatement, not a reversal
+    for m in new.negs:
         toks, tin, _, vin = _found(_CUT_NEG.sub("", m.group("pred") or m.group("pred2") or ""), old)
         if toks and all(tin[:4]) and all(vin):  # every word and number of the predicate is in old
             return Conflict("negation", new.disp[m.start() : m.start() + len(m.group(0).rstrip())].strip())
     return None
 
 
-def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
-    # Same slot: one clause's words contain the other's and make at least half of them. A word on
-    # each side that the other lacks means two subjects (女儿/儿子 今年 5 岁; staging/production).
-    return bool(a and b) and (a <= b or b <= a) and len(a & b) * 2 >= len(a | b)
+def _similar(a: frozenset[str], at: str, b: frozenset[str], bt: str) -> bool:
+    # Same slot: one clause's words are all in the other (clause ``at`` / ``bt``) and make at least
+    # half of its words. A word on each side that the other lacks means two subjects (女儿/儿子
+    # 今年 5 岁; staging/production). Han words count by substring: jieba cuts 我养了 / 我现在养了 apart.
+    if not (a and b):
+        return False
+    a_in, b_in = sum(t in b or _in(t, bt) for t in a), sum(t in a or _in(t, at) for t in b)
+    return (a_in == len(a) and a_in * 2 >= len(b)) or (b_in == len(b) and b_in * 2 >= len(a))
+
+
+def _same_key(a: str, b: str) -> bool:
+    return a == b or (bool(a and b) and not (a.isascii() or b.isascii()) and (a in b or b in a))
 
 
 def _new_value(old: _Doc, new: _Doc) -> Conflict | None:
-    if "additive" in new.flags or new.neg or old.neg:
+    if "additive" in new.flags or new.negs or old.negs:
         return None  # "also supports 3.12" adds; "dropped Python 3.7" / "不再支持 3.7" state no value
     if "episodic" in new.flags & old.flags:
         return None  # "ran 5 km today" / "ran 10 km today": two events, both true
     for no, nc, nwords, nvals, nslots in new.clauses:
         for oo, oc, owords, ovals, oslots in old.clauses:
-            if nvals and ovals and _similar(nwords, owords):
+            if nvals and ovals and _similar(nwords, nc, owords, oc):
                 for v in nvals:
-                    slot = [o for o in ovals if (o.cls, o.key) == (v.cls, v.key)]
+                    slot = [o for o in ovals if o.cls == v.cls and _same_key(o.key, v.key)]
                     if slot and not any(_same(o.val, w.val) for o in slot for w in new.vals if w.cls == o.cls):
                         return Conflict("new_value", f"{v.key_raw} {slot[0].disp} → {v.disp}".strip())
-            for pat, g, nm, om in ((_USE, "o", nslots[0], oslots[0]), (_IS, "v", nslots[1], oslots[1])):
+            for pat, g, nm, om in zip((_USE, _IS, _PREF), "ovp", nslots, oslots):
                 if not (nm and om) or _NEG_ANY.search(nc[: nm.end()]) or _NEG_ANY.search(oc[: om.end()]):
                     continue  # "前端不用 React" is a negation, not a value
+                if pat is _PREF and not _NOWISH.search(nc):
+                    continue  # "I like tea" / "I like coffee" co-exist; "I now prefer …" replaces
                 if pat is _USE and not (nm.group(g).isascii() and om.group(g).isascii()):
                     continue  # a Chinese object has no word boundary: "用微信沟通" / "用邮件沟通" is too loose
-                subj = frozenset(_toks(nc[: nm.start()]))
-                if not subj or subj != frozenset(_toks(oc[: om.start()])):
-                    continue
+                subj, rest = frozenset(_toks(nc[: nm.start()])), set(_toks(nc[nm.end() :])) - _GENERIC
+                if subj != frozenset(_toks(oc[: om.start()])) or not (subj or (pat is _PREF and rest)):
+                    continue  # a preference may have no subject but an area: "prefer tabs for indentation"
                 nd, od = new.disp[no + nm.start(g) : no + nm.end(g)].rstrip(".了"), old.disp[oo + om.start(g) : oo + om.end(g)].rstrip(".了")
                 nv, ov = nd.casefold(), od.casefold()
                 if pat is _IS:  # a name: Capitalised, with digits/dots (gpt-4o), or Latin inside Chinese; or a person
@@ -384,10 +440,11 @@ def _new_value(old: _Doc, new: _Doc) -> Conflict | None:
                     person = not (nv.isascii() or ov.isascii()) and subj & _PERSON
                     if not (subj & _ATTR) or nv[:1].isdigit() or not (names or person):
                         continue  # "Python is great" / "Python is slow" co-exist
-                elif set(_toks(nc[nm.end() :])) - _GENERIC != set(_toks(oc[om.end() :])) - _GENERIC:
+                elif rest != set(_toks(oc[om.end() :])) - _GENERIC:
                     continue  # "uses Redis for caching" vs "uses PostgreSQL": different jobs
-                if nv != ov and not any(_has(t, old) for t in _toks(nv) or [nv]) and not any(_has(t, new) for t in _toks(ov) or [ov]):
-                    return Conflict("new_value", f"{od} → {nd}")
+                # the old value may still be named elsewhere in new ("王芳离职了，新的负责人是刘洋"), not in this clause
+                if nv != ov and not all(_in(t, oc) for t in _toks(nv) or [nv]) and not all(_in(t, nc) for t in _toks(ov) or [ov]):
+                    return Conflict("change" if pat is _PREF else "new_value", f"{od} → {nd}")
     return None
 
 
@@ -396,8 +453,9 @@ def detect_conflict(old: str, new: str) -> Conflict | None:
 
     Only meant for two memories already judged to be on the same topic and scope; it does not
     decide topic. Checks, in order: an announced change (改用/switched to/replaced … with …), a
-    negation of what old states (不再用 X / no longer X), then the same slot with a new value
-    (port, version, price, duration, date, time of day, "X uses Y", "X is Y").
+    negation of what old states (不再用 X / no longer X / X was retired), then the same slot with a
+    new value (port, version, price, count, duration, date, weekday, time of day, "X uses Y", "X is
+    Y"; a preference only with "now": "I now prefer spaces for indentation").
     """
     o, n = _doc(old), _doc(new)
     if not o.norm or not n.norm or o.norm == n.norm or n.plan or "question" in n.flags | o.flags:
