@@ -62,3 +62,48 @@ def unrelated_query(texts: list[str]) -> str:
         if float((vecs @ emb.embed_queries([q])[0]).max()) <= 0.0:
             return q
     raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")
+
+
+class EmbeddingEndpoint:
+    """A local OpenAI-compatible ``/v1/embeddings`` server backed by the fake embedder (loopback
+    only), recording every request. ``mode``: ``ok``, ``error`` (HTTP 500) or ``garbage``."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        endpoint = self
+        self.mode = "ok"
+        self.seen: list[dict] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                import json
+
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                endpoint.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                if endpoint.mode == "error":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                if endpoint.mode == "garbage":
+                    payload = b"<html>not json</html>"
+                else:
+                    vecs = FakeEmbedder().embed_passages(body["input"])
+                    payload = json.dumps({"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from fake_embedder import FakeEmbedder
+from fake_embedder import EmbeddingEndpoint, FakeEmbedder
 
 from mnemo import Mnemo
 
@@ -24,7 +22,6 @@ DATA = Path(__file__).parent / "data" / "redteam.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text("utf-8").splitlines() if line.strip()]
 SECRET_ROWS = [r for r in ROWS if r.get("secrets") and "ip" not in r.get("kinds", [])]
 LOOKALIKES = [r for r in ROWS if r.get("lookalike")]
-SENT: list[str] = []
 # lines that are nothing but a <private> span are refused outright (tested in test_cli_save_redacts)
 WRITABLE = [r for r in SECRET_ROWS if re.sub(r"(?is)<private\b[^>]*>.*?(</private\s*>|$)", "", r["text"]).strip()]
 
@@ -102,40 +99,21 @@ def test_lookalikes_survive(m: Mnemo) -> None:
     assert rate < 0.05, false_positives
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        SENT.append(body.decode("utf-8"))
-        texts = json.loads(body)["input"]
-        vecs = FakeEmbedder().embed_passages(texts)
-        payload = json.dumps({"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    SENT.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def server() -> Iterator[EmbeddingEndpoint]:
+    ep = EmbeddingEndpoint()
+    yield ep
+    ep.close()
 
 
-def test_nothing_leaks_to_an_embedding_endpoint(tmp_path: Path, endpoint: str) -> None:
+def test_nothing_leaks_to_an_embedding_endpoint(tmp_path: Path, server: EmbeddingEndpoint) -> None:
     needles = [n.decode("utf-8") for n in _needles()]
-    with Mnemo(tmp_path / "s.db", model="openai:fake", embed_base_url=endpoint) as m:
+    with Mnemo(tmp_path / "s.db", model="openai:fake", embed_base_url=server.url) as m:
         m.remember_many([{"content": r["text"]} for r in WRITABLE])
         for r in SECRET_ROWS[:30]:
             m.recall(r["text"], min_score=0.0)
-    sent = "\n".join(json.loads(s)["input"][i] for s in SENT for i in range(len(json.loads(s)["input"])))
-    assert len(SENT) >= 2
+    sent = "\n".join(text for request in server.seen for text in request["body"]["input"])
+    assert len(server.seen) >= 2
     assert [n for n in needles if n in sent] == []
 
 

@@ -645,15 +645,3 @@ class SQLiteStore:
     def integrity_problems(self) -> list[str]:
         rows = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
         return [] if rows == ["ok"] else rows
-
-    def backup_to(self, target: Path) -> None:
-        """Write a consistent copy of the store to ``target``."""
-        tmp = target.with_name(target.name + ".partial")
-        dest = _connect(tmp, self._key)
-        _private(tmp)
-        try:
-            with dest.backup("main", self.conn, "main") as b:
-                b.step()
-        finally:
-            dest.close()
-        shutil.move(str(tmp), str(target))
