@@ -46,7 +46,10 @@ def parse_expiry(value: str | datetime | None, now: datetime) -> tuple[str | Non
     if isinstance(value, str) and value.strip()[-1:].lower() in "mhdw" and value.strip()[:-1].isdigit():
         delta = parse_duration(value)
         return format_time(now + delta), int(delta.total_seconds())
-    return format_time(parse_time(value, field_name="expires")), None
+    try:
+        return format_time(parse_time(value, field_name="expires")), None
+    except InvalidInputError:
+        raise InvalidInputError(f"expires {value!r} must be a duration (30d, 12h, 2w) or a date (2026-12-31)") from None
 
 
 class LifecycleOps:

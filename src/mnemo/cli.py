@@ -383,7 +383,7 @@ def forget_cmd(state: CLIState, memory_id: str) -> None:
 @command("restore")
 @click.argument("memory_id")
 def restore_cmd(state: CLIState, memory_id: str) -> None:
-    """Bring a forgotten memory back."""
+    """Undo a memory's last lifecycle step: un-forget, un-archive, un-supersede, un-merge or un-edit."""
     with state.open() as m:
         mem = m.restore(memory_id)
     state.emit(mem.to_dict(), lambda: _render.line(f"restored {mem.id}"))
