@@ -64,12 +64,14 @@ def unrelated_query(texts: list[str]) -> str:
     raise AssertionError("every off-topic candidate collides with the memories under the fake embedder: add candidates")
 
 
-class EmbeddingEndpoint:
-    """A local OpenAI-compatible ``/v1/embeddings`` server backed by the fake embedder (loopback
-    only), recording every request. ``mode``: ``ok``, ``error`` (HTTP 500) or ``garbage``."""
+class LocalEndpoint:
+    """A local HTTP JSON server on loopback that records every request; subclasses answer.
+    ``mode``: ``ok``, ``error`` (HTTP 500), ``garbage`` (not JSON) or ``slow`` (sleeps 3 s)."""
 
     def __init__(self) -> None:
+        import json
         import threading
+        import time
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         endpoint = self
@@ -78,19 +80,15 @@ class EmbeddingEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                import json
-
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 endpoint.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 if endpoint.mode == "error":
                     self.send_response(500)
                     self.end_headers()
                     return
-                if endpoint.mode == "garbage":
-                    payload = b"<html>not json</html>"
-                else:
-                    vecs = FakeEmbedder().embed_passages(body["input"])
-                    payload = json.dumps({"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]}).encode()
+                if endpoint.mode == "slow":
+                    time.sleep(3)
+                payload = b"<html>not json</html>" if endpoint.mode == "garbage" else json.dumps(endpoint.answer(body)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -104,6 +102,30 @@ class EmbeddingEndpoint:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
+    def answer(self, body: dict) -> dict:
+        raise NotImplementedError
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class EmbeddingEndpoint(LocalEndpoint):
+    """OpenAI-compatible ``/v1/embeddings`` backed by the fake embedder."""
+
+    def answer(self, body: dict) -> dict:
+        vecs = FakeEmbedder().embed_passages(body["input"])
+        return {"data": [{"index": i, "embedding": v.tolist()} for i, v in enumerate(vecs)]}
+
+
+class ChatEndpoint(LocalEndpoint):
+    """OpenAI-compatible ``/v1/chat/completions`` that answers with ``reply`` (a JSON-able object,
+    or a string sent as the message content as it is)."""
+
+    reply: object = {}
+
+    def answer(self, body: dict) -> dict:
+        import json
+
+        content = self.reply if isinstance(self.reply, str) else json.dumps(self.reply, ensure_ascii=False)
+        return {"choices": [{"message": {"role": "assistant", "content": content}}]}

@@ -65,6 +65,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_threads", 0, int, "threads for the embedding model (0 = one per core)"),
     Setting("embed_base_url", "", str, "OpenAI-compatible endpoint for model openai:<model> (e.g. http://localhost:11434/v1)"),
     Setting("embed_api_key_env", "MNEMO_EMBED_API_KEY", str, "name of the environment variable holding that endpoint's API key"),
+    Setting("llm_base_url", "", str, "OpenAI-compatible chat endpoint (off when empty): judges unclear duplicates/conflicts, writes summaries"),
+    Setting("llm_model", "", str, "model name for that endpoint"),
+    Setting("llm_api_key_env", "MNEMO_LLM_API_KEY", str, "name of the environment variable holding its API key"),
     Setting("redact", True, _bool, "mask secrets and personal data before anything is stored, embedded or sent"),
     Setting("redact_disable", "", str, "comma-separated detectors to turn off (see `mnemo redact --help`)"),
     Setting("redact_enable", "", str, "comma-separated detectors that are off by default to turn on (ip)"),
@@ -116,6 +119,19 @@ class Config:
                             extra_patterns=self.values["redact_patterns"], allow=items("redact_allow"))
         except ValueError as exc:
             raise InvalidInputError(f"redaction settings: {exc}") from None
+
+    def chat(self) -> Any:
+        """The configured chat client, or None when no endpoint is set."""
+        if not self.values["llm_base_url"]:
+            return None
+        from ._chat import ChatClient, ChatError
+
+        if not self.values["llm_model"]:
+            raise InvalidInputError("llm_base_url is set but llm_model is not")
+        try:
+            return ChatClient(self.values["llm_base_url"], self.values["llm_model"], api_key_env=self.values["llm_api_key_env"])
+        except ChatError as exc:
+            raise InvalidInputError(str(exc)) from None
 
     @property
     def key_file(self) -> Path:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _text
+from ._chat import ChatClient
 from ._embed import Calibration, Embedder, make_embedder
 from ._lifecycle import LifecycleOps, parse_expiry
 from ._maintenance import MaintenanceOps
@@ -62,6 +63,8 @@ class Mnemo(MaintenanceOps, LifecycleOps):
     an encrypted store. ``redactor`` masks secrets and personal data in everything written and
     every query before it is stored, embedded or indexed (``True``: the default detectors;
     a :class:`~mnemo._redact.Redactor` to configure them; ``False`` to turn redaction off).
+    ``chat`` (an OpenAI-compatible endpoint, off by default) judges unclear write-time decisions
+    and writes consolidation summaries; without it, rules and extractive summaries are used.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class Mnemo(MaintenanceOps, LifecycleOps):
         key: str | None = None,
         redactor: Redactor | None | bool = True,
         decay_days: float = 90.0,
+        chat: ChatClient | None = None,
     ):
         target = os.fspath(path_or_url)
         if target.startswith(("postgres://", "postgresql://")):
@@ -90,6 +94,7 @@ class Mnemo(MaintenanceOps, LifecycleOps):
             self.weights.min_score = float(min_score)
         self._embedder = embedder
         self.redactor: Redactor | None = Redactor() if redactor is True else (redactor or None)
+        self.chat = chat
         self._model_name = model
         self._embed_base_url = embed_base_url
         self._threads = threads

@@ -74,9 +74,30 @@ class LifecycleOps:
             conflict = detect_conflict(old.content, mem.content)
             if conflict is not None and not _enumerates(conflict.reason, conflict.detail):
                 return Decision("superseded", old, cos, conflict.detail)
-        if close and close[0][1] >= self.embedder.calibration.duplicate and not adds_information(close[0][0].content, mem.content):
+        if not close:
+            return Decision("created")
+        if close[0][1] >= self.embedder.calibration.duplicate and not adds_information(close[0][0].content, mem.content):
             return Decision("merged", close[0][0], close[0][1], "near repeat")
-        return Decision("related", close[0][0] if close else None, close[0][1] if close else None, related=close) if close else Decision("created")
+        if self.chat is not None:  # the rules cannot tell: ask the configured LLM about the closest one
+            return self._judge(mem, close)
+        return Decision("related", close[0][0], close[0][1], related=close)
+
+    def _judge(self: "Mnemo", mem: Memory, close: list[tuple[Memory, float]]) -> Decision:
+        """The LLM's verdict on the closest neighbour; on any failure, the rules' "related"."""
+        from ._chat import ChatError, judge
+
+        old, cos = close[0]
+        try:
+            relation = judge(self.chat, old.content, mem.content)  # type: ignore[arg-type]
+        except ChatError as exc:
+            return Decision("related", old, cos, f"judge unavailable ({exc}); rules decided", related=close)
+        if relation == "duplicate":
+            return Decision("merged", old, cos, "LLM judge: duplicate")
+        if relation == "conflicting":
+            return Decision("superseded", old, cos, "LLM judge: conflicting")
+        if relation == "different":
+            return Decision("created", None, cos, "LLM judge: different")
+        return Decision("related", old, cos, "LLM judge: related", related=close)
 
     def _merge_into(self: "Mnemo", target: Memory, new: Memory, *, similarity: float | None, cause: str) -> Memory:
         """A repeat strengthens the memory it repeats: tags merged, importance nudged up (a
@@ -263,15 +284,22 @@ class LifecycleOps:
         for members in groups:
             group = [mems[j] for j in members]
             vecs = np.vstack([vec_of[pks[j]] for j in members])
-            summary = " / ".join(group[c].content for c in sorted(_central(vecs, min(3, len(group)))))
-            entry: dict[str, Any] = {"sources": [m.id for m in group], "summary": summary}
+            summary, by = " / ".join(group[c].content for c in sorted(_central(vecs, min(3, len(group))))), "extractive"
+            if self.chat is not None:
+                from ._chat import ChatError, summarize
+
+                try:
+                    summary, by = summarize(self.chat, [m.content for m in group]), "llm"
+                except ChatError as exc:
+                    by = f"extractive (LLM unavailable: {exc})"
+            entry: dict[str, Any] = {"sources": [m.id for m in group], "summary": summary, "summary_by": by}
             if apply:
                 types = [m.type for m in group]
                 new, _ = self.remember_many([{
                     "content": summary, "scope": the_scope, "type": max(set(types), key=types.count),
                     "tags": list(dict.fromkeys(t for m in group for t in m.tags)),
                     "importance": max(m.importance for m in group), "source": "consolidate",
-                    "metadata": {"consolidated_from": len(group)},
+                    "metadata": {"consolidated_from": len(group), "summary_by": by.split(" ")[0]},
                 }], cause="consolidate", dedup=False, _merge_exact=False)[0]
                 with self.store.transaction():
                     for m in group:

@@ -284,9 +284,14 @@ class MaintenanceOps:
             add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
         add("write-probe", *self._write_probe())
         base_url = getattr(self.embedder, "base_url", None)
+        sent = []
         if base_url:
-            add("network", None, f"memory text and queries (after redaction) are sent to {base_url} to be embedded; nothing else leaves this machine",
-                "use a bundled model (--model e5 or use) to keep everything local")
+            sent.append(f"memory text and queries (after redaction) go to {base_url} to be embedded")
+        if self.chat is not None:
+            sent.append(f"pairs of similar memories and groups to summarise (after redaction) go to {self.chat.base_url}")
+        if sent:
+            add("network", None, "; ".join(sent) + "; nothing else leaves this machine",
+                "use a bundled model (--model e5 or use) and no llm_base_url to keep everything local")
         else:
             add("network", True, "no endpoint configured: nothing leaves this machine")
         add("encryption", True, "the store file is encrypted" if self.store.encrypted

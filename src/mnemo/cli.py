@@ -109,6 +109,7 @@ class CLIState:
             key=key,
             redactor=c.redactor(),
             decay_days=c["decay_days"],
+            chat=c.chat(),
         )
         try:
             yield m
