@@ -152,6 +152,28 @@ class Mnemo(MaintenanceOps, LifecycleOps):
             )
         return vecs
 
+    def _vectors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The embedding cache in front of the model: the texts' hashes, every vector by hash,
+        and the ones just computed, which the caller stores inside its write transaction with
+        :meth:`_store_vectors` (each distinct text is embedded once)."""
+        hashes = [_text.text_hash(t) for t in texts]
+        cached = self.store.get_embeddings(self.embedder.name, hashes)
+        todo = list(dict.fromkeys(h for h in hashes if h not in cached))
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            text_of = dict(zip(hashes, texts))
+            fresh = dict(zip(todo, self._embed([text_of[h] for h in todo], query=False)))
+        vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in cached.items()}
+        vectors.update(fresh)
+        return hashes, vectors, fresh
+
+    def _store_vectors(self, fresh: dict[str, np.ndarray]) -> None:
+        """Store newly computed vectors (inside a transaction), claiming the model on the first."""
+        if fresh:
+            dim = len(next(iter(fresh.values())))
+            self._claim_model(dim)
+            self.store.put_embeddings(self.embedder.name, [(h, dim, v.tobytes()) for h, v in fresh.items()])
+
     def _claim_model(self, dim: int) -> None:
         """Record the model identity on the first vector written (inside a transaction)."""
         if self.store.get_meta("embedder") is None:
@@ -201,18 +223,12 @@ class Mnemo(MaintenanceOps, LifecycleOps):
         decisions only happen with ``dedup``."""
         prepared = [self._prepare(r) for r in records]
         self._check_model()
-        hashes = [_text.text_hash(m.content) for m in prepared]
         with self._lock:
-            cached = self.store.get_embeddings(self.embedder.name, hashes)
-            todo = [i for i, h in enumerate(hashes) if h not in cached]
-            vecs = self._embed([prepared[i].content for i in todo], query=False) if todo else None
+            hashes, vectors, fresh = self._vectors([m.content for m in prepared])
             tokens = [_text.index_tokens(m.content) for m in prepared]
             out: list[tuple[Memory, str]] = []
             with self.store.transaction():
-                if vecs is not None:
-                    self._claim_model(vecs.shape[1])
-                    self.store.put_embeddings(self.embedder.name, [(hashes[i], vecs.shape[1], vecs[j].tobytes()) for j, i in enumerate(todo)])
-                fresh = {h: vecs[j] for j, h in ((j, hashes[i]) for j, i in enumerate(todo))} if vecs is not None else {}
+                self._store_vectors(fresh)
                 for mem, h, tok in zip(prepared, hashes, tokens):
                     existing = self.store.find_by_hash(mem.content_hash, mem.scope) if _merge_exact else None
                     if existing is not None:
@@ -222,8 +238,7 @@ class Mnemo(MaintenanceOps, LifecycleOps):
                         raise InvalidInputError(f"a memory with id {mem.id} already exists")
                     decision = None
                     if dedup:
-                        vec = fresh[h] if h in fresh else np.frombuffer(cached[h], dtype=np.float32)
-                        decision = self._decide(mem, vec)
+                        decision = self._decide(mem, vectors[h])
                         if decision.action == "merged" and decision.target is not None:
                             out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
                             continue

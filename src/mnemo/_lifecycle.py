@@ -174,18 +174,14 @@ class LifecycleOps:
     def _write_changes(self: "Mnemo", mem: Memory, changes: dict[str, Any], *, event: str, cause: str) -> None:
         """Apply field changes (re-embedding new content) and record the old values."""
         fields = dict(changes)
-        vec_row = None
+        fresh: dict[str, np.ndarray] = {}
         if "content" in fields:
             self._check_model()
-            h = _text.text_hash(fields["content"])
-            if not self.store.get_embeddings(self.embedder.name, [h]):
-                v = self._embed([fields["content"]], query=False)
-                vec_row = (h, v.shape[1], v[0].tobytes())
+            (h,), _, fresh = self._vectors([fields["content"]])
             fields.update(content_hash=_text.content_hash(fields["content"]), embed_hash=h, tokens=_text.index_tokens(fields["content"]))
         before = {k: getattr(mem, k) for k in changes}
         with self._lock, self.store.transaction():
-            if vec_row is not None:
-                self.store.put_embeddings(self.embedder.name, [vec_row])
+            self._store_vectors(fresh)
             self.store.update_fields(mem.id, **fields)
             self.store.add_event(mem.id, event, cause, {"before": before})
 

@@ -148,19 +148,12 @@ class MaintenanceOps:
         transaction; returns how many were inserted. The idempotence check is repeated inside the
         transaction, because another process may be importing the same file at the same time."""
         self._check_model()
-        name = self.embedder.name
-        hashes = [_text.text_hash(m.content) for m, _, _ in batch]
         with self._lock:
-            cached = self.store.get_embeddings(name, hashes)
-            todo = list(dict.fromkeys(h for h in hashes if h not in cached))
-            text_of = {h: m.content for (m, _, _), h in zip(batch, hashes)}
-            vecs = self._embed([text_of[h] for h in todo], query=False) if todo else None
+            hashes, _, fresh = self._vectors([m.content for m, _, _ in batch])
             tokens = [_text.index_tokens(m.content) for m, _, _ in batch]
             inserted = 0
             with self.store.transaction():
-                if vecs is not None:
-                    self._claim_model(vecs.shape[1])
-                    self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(todo)])
+                self._store_vectors(fresh)
                 for (mem, extra, has_id), h, tok in zip(batch, hashes, tokens):
                     if self.store.pk_of(mem.id) is not None:
                         continue

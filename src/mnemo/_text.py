@@ -194,7 +194,10 @@ def translations(terms: list[str], *, limit: int = 12) -> list[str]:
             parts = terms[i : i + n]
             key = "".join(parts) if all(has_han(p) for p in parts) else " ".join(parts)
             if key in table:
-                out.extend(t for t in table[key] if t not in seen and not seen.add(t))  # type: ignore[func-returns-value]
+                for t in table[key]:
+                    if t not in seen:
+                        seen.add(t)
+                        out.append(t)
                 i += n
                 break
         else:
