@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from . import _text
+from ._capture import CaptureOps
 from ._chat import ChatClient
+from ._context import ContextOps
 from ._embed import Calibration, Embedder, make_embedder
+from ._ingest import IngestOps
 from ._lifecycle import LifecycleOps, parse_expiry
 from ._maintenance import MaintenanceOps
 from ._models import (
@@ -53,7 +56,7 @@ COMMON_SHARE = 0.05
 COMMON_MIN_ROWS = 2000
 
 
-class Mnemo(MaintenanceOps, LifecycleOps):
+class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
 
     ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with

@@ -103,4 +103,73 @@ MIGRATIONS.append(
     )
 )
 
+
+MIGRATIONS.append(
+    (
+        3,
+        "ingested sources, injection log, per-session state, LLM usage, background jobs",
+        """
+        -- one row per ingested document (file path, URL or chat export); its chunks are the
+        -- memories whose source is this key
+        CREATE TABLE sources (
+            key          TEXT PRIMARY KEY,
+            kind         TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            title        TEXT,
+            doc_time     TEXT,
+            size         INTEGER NOT NULL DEFAULT 0,
+            mtime        REAL,
+            chunks       INTEGER NOT NULL DEFAULT 0,
+            scope        TEXT NOT NULL,
+            status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'deleted')),
+            ingested_at  TEXT NOT NULL,
+            updated_at   TEXT NOT NULL,
+            metadata     TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX sources_hash ON sources (content_hash);
+        CREATE INDEX memories_source ON memories (source, status);
+
+        -- what was put into an assistant's context, when and why (mnemo log)
+        CREATE TABLE injections (
+            pk         INTEGER PRIMARY KEY,
+            at         TEXT NOT NULL,
+            session    TEXT,
+            surface    TEXT NOT NULL,
+            query      TEXT,
+            memory_ids TEXT NOT NULL DEFAULT '[]',
+            data       TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX injections_session ON injections (session, pk);
+        CREATE INDEX injections_at ON injections (at);
+
+        -- small per-session values keyed by the assistant's session id (injected ids, pause)
+        CREATE TABLE session_state (
+            session    TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            value      TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (session, key)
+        );
+
+        -- calls and tokens spent on an LLM per day and purpose, for budgets and stats
+        CREATE TABLE usage (
+            day    TEXT NOT NULL,
+            kind   TEXT NOT NULL,
+            calls  INTEGER NOT NULL DEFAULT 0,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, kind)
+        );
+
+        -- background work claimed by one process at a time (e.g. extracting a transcript)
+        CREATE TABLE jobs (
+            key        TEXT PRIMARY KEY,
+            state      TEXT NOT NULL,
+            owner      TEXT,
+            progress   TEXT NOT NULL DEFAULT '{}',
+            updated_at TEXT NOT NULL
+        );
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -21,6 +21,7 @@ import apsw
 
 from ._migrations import LATEST_VERSION, MIGRATIONS
 from ._models import Memory, format_time, utcnow
+from ._sqlite_aux import AuxTables
 from ._store import Filters
 from .errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
 
@@ -157,7 +158,7 @@ def _row_to_memory(row: Sequence[Any]) -> Memory:
     )
 
 
-class SQLiteStore:
+class SQLiteStore(AuxTables):
     """Memories, history, relations and the derived index in one SQLite file."""
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None):
@@ -445,7 +446,7 @@ class SQLiteStore:
         """Delete every memory, event, relation, vector and full-text row."""
         n = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
         self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')")
-        for table in ("memories", "events", "relations", "embeddings"):
+        for table in ("memories", "events", "relations", "embeddings", "sources", "injections", "session_state", "jobs"):
             self.conn.execute(f"DELETE FROM {table}")
         for key in ("embedder", "dim"):
             self.delete_meta(key)
