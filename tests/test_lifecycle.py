@@ -192,3 +192,40 @@ def test_cli_consolidate_dry_run(cli) -> None:
         assert cli("save", f, "--no-dedup").code == 0
     r = cli("consolidate", "--json")
     assert r.code == 0 and r.json()["applied"] is False and len(r.json()["groups"]) == 1
+
+
+# ---------------------------------------------------------------- restatements below the near-repeat cosine
+
+@pytest.mark.parametrize("old,new", [
+    ("CI 流水线必须在十分钟内跑完。", "CI 必须在 10 分钟以内完成。"),
+    ("The CI pipeline must finish in under 10 minutes.", "CI must take less than ten minutes."),
+    ("We use PostgreSQL 15 as the main database.", "主数据库用的是 PostgreSQL 15。"),
+    ("The frontend is built with React and Vite.", "Frontend stack: React + Vite."),
+    ("本季度目标：把接口 P95 延迟降到 200 毫秒以下。", "这个季度的目标是接口 P95 延迟低于 200ms。"),
+])
+def test_restatements_are_recognised(old: str, new: str) -> None:
+    from mnemo._lifecycle import restates
+
+    assert restates(old, new)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The API server listens on port 8080.", "The API server listens on port 8081."),  # changed number
+    ("The frontend team lead is Maria.", "The backend team lead is David."),  # other names
+    ("我们用 Redis 做缓存。", "我们用 Redis 做缓存，也用它做分布式锁。"),  # a detail added, nothing reworded
+    ("团队周会在周一上午十点。", "支付回调的超时时间是 10 秒。"),  # only a number in common
+    ("我家的猫叫年糕。", "年糕每年三月要打疫苗。"),  # no number or Latin name to pin the fact down
+])
+def test_new_facts_are_not_restatements(old: str, new: str) -> None:
+    from mnemo._lifecycle import restates
+
+    assert not restates(old, new)
+
+
+def test_fact_anchors_normalise_numbers_and_names() -> None:
+    from mnemo._lifecycle import fact_anchors
+
+    assert fact_anchors("CI 流水线必须在十分钟内跑完。") == {"ci", "10"}
+    assert fact_anchors("CI must take less than ten minutes.") == {"ci", "10"}
+    assert fact_anchors("主要客户是一家杭州的物流公司。") == set()  # 一家 is "a", not 1
+    assert fact_anchors("I live in Berlin.") == {"berlin"}

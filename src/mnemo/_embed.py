@@ -42,6 +42,9 @@ class Calibration:
     #: linked, or supersedes the other when the conflict rules say it replaces it
     duplicate: float = 0.95
     related: float = 0.85
+    #: from here up to ``duplicate``, a pair that restates the same facts (same numbers and names,
+    #: words swapped not added: ``_lifecycle.restates``) is merged too; ``duplicate`` = off
+    paraphrase: float = 0.95
 
 
 @runtime_checkable
@@ -82,7 +85,7 @@ class E5Embedder:
     """
 
     dim = 384
-    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, duplicate=0.95, related=0.85)
+    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, duplicate=0.95, related=0.85, paraphrase=0.90)
 
     def __init__(self, threads: int | None = None):
         try:
@@ -124,7 +127,7 @@ class USEEmbedder:
     """
 
     dim = 512
-    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, duplicate=0.88, related=0.45)
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, duplicate=0.88, related=0.45, paraphrase=0.60)
 
     def __init__(self) -> None:
         try:

@@ -8,6 +8,7 @@ lifecycle step. ``purge`` (in ``_maintenance``) is the only hard delete.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -76,8 +77,12 @@ class LifecycleOps:
                 return Decision("superseded", old, cos, conflict.detail)
         if not close:
             return Decision("created")
-        if close[0][1] >= self.embedder.calibration.duplicate and not adds_information(close[0][0].content, mem.content):
-            return Decision("merged", close[0][0], close[0][1], "near repeat")
+        top, cos = close[0]
+        cal = self.embedder.calibration
+        if cos >= cal.duplicate and not adds_information(top.content, mem.content):
+            return Decision("merged", top, cos, "near repeat")
+        if cos >= cal.paraphrase and restates(top.content, mem.content):
+            return Decision("merged", top, cos, "restates the same facts")
         if self.chat is not None:  # the rules cannot tell: ask the configured LLM about the closest one
             return self._judge(mem, close)
         return Decision("related", close[0][0], close[0][1], related=close)
@@ -350,6 +355,81 @@ def adds_information(old: str, new: str) -> bool:
     if any(any(ch.isdigit() for ch in t) for t in extra):
         return True
     return len(extra) >= 2 and len(extra) > len(missing)
+
+
+#: Chinese numerals and the measure words after which a numeral is a quantity ("十分钟" = 10 minutes;
+#: "一家" is "a", not 1)
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万")
+_EN_NUMBERS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+_EN_NUMBERS.update({"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100})
+_LEADING_NUMBER = re.compile(r"^\d+(?:\.\d+)?")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_LATIN_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z])")
+
+
+def _zh_number(token: str) -> str | None:
+    """``十`` → 10, ``二十五`` → 25, ``九点`` → 9 when a measure word follows; else None."""
+    i = 0
+    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] == "十"):
+        i += 1
+    if i == 0 or (i < len(token) and not token[i:].startswith(_ZH_UNITS)):
+        return None
+    digits, value, current = token[:i], 0, 0
+    for ch in digits:
+        if ch == "十":
+            value += (current or 1) * 10
+            current = 0
+        else:
+            current = _ZH_DIGITS[ch]
+    return str(value + current)
+
+
+def fact_anchors(text: str) -> set[str]:
+    """The parts of a statement that pin down its facts: numbers (digits, Chinese numerals and
+    English number words alike, units dropped: "200ms" = "200 毫秒" = 200) and names (tools,
+    products, people, places: "FastAPI", "Miso", "Berlin") — Latin words inside Chinese text, and
+    in English the capitalised words that do not start a sentence. Two statements with the same
+    anchors and the same subject words are restatements; a changed number or name is a new fact."""
+    anchors: set[str] = set()
+    for term in _text.query_terms(text)[0]:
+        number = _LEADING_NUMBER.match(term)
+        if number:
+            anchors.add(number.group(0))
+        elif term in _EN_NUMBERS:
+            anchors.add(str(_EN_NUMBERS[term]))
+        elif _HAN.search(term):
+            zh = _zh_number(term)
+            if zh is not None:
+                anchors.add(zh)
+    has_han = bool(_HAN.search(text))
+    for match in _LATIN_WORD.finditer(text):
+        word = match.group(0)
+        start = text[:match.start()].rstrip()
+        sentence_start = not start or start[-1] in ".!?;。！？；\n"
+        capitalised = any(ch.isupper() for ch in word) and not (sentence_start and word[1:].islower())
+        named = has_han or (capitalised and word.lower() not in _text._EN_STOP and word != "I")
+        if named and not word[0].isdigit():
+            anchors.add(word.lower())
+    return anchors
+
+
+def restates(old: str, new: str) -> bool:
+    """Whether ``new`` says what ``old`` says in other words: the same non-empty anchors (see
+    :func:`fact_anchors`), words swapped rather than added (a paraphrase replaces words; a new
+    detail only adds them, and "…, also for locks" after "Redis for caching" is new), and at most
+    one more new word than dropped ones; numbers alone must come with a shared subject word. Used below the near-repeat cosine, where similarity
+    alone cannot tell a rewording from a new fact about the same thing."""
+    a, b = fact_anchors(old), fact_anchors(new)
+    if not a or a != b:
+        return False
+    old_terms, new_terms = set(_text.query_terms(old)[0]), set(_text.query_terms(new)[0])
+    if all(x[0].isdigit() for x in a) and not (old_terms & new_terms) - a:
+        return False  # only a number in common ("10 o'clock" vs "10 seconds"): no shared subject
+    extra, missing = new_terms - old_terms, old_terms - new_terms
+    if extra and not missing:
+        return False
+    return len(extra) <= len(missing) + 1
 
 
 def _central(vecs: np.ndarray, k: int) -> list[int]:
