@@ -229,3 +229,22 @@ def test_fact_anchors_normalise_numbers_and_names() -> None:
     assert fact_anchors("CI must take less than ten minutes.") == {"ci", "10"}
     assert fact_anchors("主要客户是一家杭州的物流公司。") == set()  # 一家 is "a", not 1
     assert fact_anchors("I live in Berlin.") == {"berlin"}
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The Kafka 'clicks' topic has 6 partitions.", "The Kafka 'orders' topic has 6 partitions."),  # quoted names
+    ("生产数据库每天凌晨三点备份。", "测试数据库每天凌晨三点备份。"),  # parallel environments
+    ("The iOS release goes out on Thursday.", "The Android release goes out on Thursday."),
+])
+def test_parallel_subjects_are_never_the_same_fact(old: str, new: str) -> None:
+    from mnemo._lifecycle import same_subject
+
+    assert not same_subject(old, new)
+
+
+def test_names_count_in_both_statements_and_numbers_are_normalised() -> None:
+    from mnemo._lifecycle import restates, same_subject
+
+    assert same_subject("Alice owns the billing service.", "The billing service is owned by Alice.")
+    assert restates("Daily standup is at 9:30 am.", "Daily standup: 09:30.")
+    assert restates("生产环境 Redis 的 maxmemory 是 16GB。", "记住：生产 Redis 的 maxmemory 设为 16 GB。")

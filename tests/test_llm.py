@@ -85,3 +85,35 @@ def test_doctor_says_what_goes_to_the_llm(tmp_path: Path, chat: ChatEndpoint) ->
     with _store(tmp_path, chat) as m:
         network = {c["check"]: c for c in m.doctor()}["network"]
     assert network["status"] == "warn" and chat.url in network["detail"]
+
+
+def test_the_judge_is_asked_without_holding_the_write_lock(tmp_path: Path) -> None:
+    """A slow LLM must not block other writers: while the endpoint answers, another connection
+    writes to the same store with a short busy timeout."""
+    import apsw
+
+    db = tmp_path / "s.db"
+    wrote: list[str] = []
+
+    class WritingEndpoint(ChatEndpoint):
+        def answer(self, body: dict) -> dict:
+            conn = apsw.Connection(str(db))
+            conn.setbusytimeout(200)
+            try:
+                conn.execute("INSERT INTO meta (key, value) VALUES ('probe', 'x')")
+                wrote.append("ok")
+            except apsw.BusyError:
+                wrote.append("busy")
+            finally:
+                conn.close()
+            return super().answer(body)
+
+    ep = WritingEndpoint()
+    ep.reply = {"relation": "duplicate"}
+    try:
+        with Mnemo(db, embedder=FakeEmbedder(), chat=ChatClient(ep.url, "judge-model")) as m:
+            m.remember(A)
+            assert m.remember_many([{"content": B}])[0][1] == "merged"
+    finally:
+        ep.close()
+    assert wrote == ["ok"]

@@ -9,6 +9,7 @@ lifecycle step. ``purge`` (in ``_maintenance``) is the only hard delete.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,8 @@ class Decision:
     similarity: float | None = None
     detail: str = ""
     related: list[tuple[Memory, float]] | None = None
+    verdict: str | None = None  # the LLM judge's answer, when it was asked
+    judged: str | None = None  # the neighbour it was asked about
 
 
 def parse_expiry(value: str | datetime | None, now: datetime) -> tuple[str | None, int | None]:
@@ -58,10 +61,15 @@ class LifecycleOps:
 
     # ------------------------------------------------------------ write-time decisions
 
-    def _decide(self: "Mnemo", mem: Memory, vec: np.ndarray) -> Decision:
+    def _decide(self: "Mnemo", mem: Memory, vec: np.ndarray, verdicts: dict[tuple[str, str], str] | None = None) -> Decision:
         """Compare a new memory with its nearest active neighbours in the same scope (inside the
         write transaction, so concurrent writers see each other). Conflicts are checked first: a
-        changed port is very similar to the old one, and must supersede it, not merge into it."""
+        changed port is very similar to the old one, and must supersede it, not merge into it.
+
+        Where the rules cannot tell, the configured LLM's verdict decides. It is asked before the
+        transaction (:meth:`_prejudge`) so a slow endpoint never holds the store's write lock;
+        ``verdicts`` maps (new id, neighbour id) to its answer. Called with ``verdicts=None``
+        outside a transaction, this asks the LLM itself and records the answer there."""
         from ._conflict import detect_conflict
 
         idx = self._fresh_index()
@@ -79,13 +87,29 @@ class LifecycleOps:
             return Decision("created")
         top, cos = close[0]
         cal = self.embedder.calibration
-        if cos >= cal.duplicate and not adds_information(top.content, mem.content):
+        if cos >= cal.duplicate and not adds_information(top.content, mem.content) and same_subject(top.content, mem.content):
             return Decision("merged", top, cos, "near repeat")
         if cos >= cal.paraphrase and restates(top.content, mem.content):
             return Decision("merged", top, cos, "restates the same facts")
-        if self.chat is not None:  # the rules cannot tell: ask the configured LLM about the closest one
-            return self._judge(mem, close)
+        if self.chat is not None:  # the rules cannot tell: the configured LLM decides about the closest one
+            if verdicts is None:
+                return self._judge(mem, close)
+            relation = verdicts.get((mem.id, top.id))
+            if relation is None:  # the store changed since the LLM was asked: keep the rules' answer
+                return Decision("related", top, cos, "judge skipped: neighbours changed during the write", related=close)
+            return _verdict(relation, close)
         return Decision("related", close[0][0], close[0][1], related=close)
+
+    def _prejudge(self: "Mnemo", prepared: list[Memory], vectors: list[np.ndarray]) -> dict[tuple[str, str], str]:
+        """Ask the LLM, before the write transaction, about every new memory the rules cannot place."""
+        verdicts: dict[tuple[str, str], str] = {}
+        if self.chat is None:
+            return verdicts
+        for mem, vec in zip(prepared, vectors):
+            decision = self._decide(mem, vec)
+            if decision.verdict is not None and decision.judged is not None:
+                verdicts[(mem.id, decision.judged)] = decision.verdict
+        return verdicts
 
     def _judge(self: "Mnemo", mem: Memory, close: list[tuple[Memory, float]]) -> Decision:
         """The LLM's verdict on the closest neighbour; on any failure, the rules' "related"."""
@@ -95,14 +119,11 @@ class LifecycleOps:
         try:
             relation = judge(self.chat, old.content, mem.content)  # type: ignore[arg-type]
         except ChatError as exc:
-            return Decision("related", old, cos, f"judge unavailable ({exc}); rules decided", related=close)
-        if relation == "duplicate":
-            return Decision("merged", old, cos, "LLM judge: duplicate")
-        if relation == "conflicting":
-            return Decision("superseded", old, cos, "LLM judge: conflicting")
-        if relation == "different":
-            return Decision("created", None, cos, "LLM judge: different")
-        return Decision("related", old, cos, "LLM judge: related", related=close)
+            relation = f"unavailable ({exc})"
+        decision = _verdict(relation, close)
+        decision.verdict, decision.judged = relation, old.id
+        return decision
+
 
     def _merge_into(self: "Mnemo", target: Memory, new: Memory, *, similarity: float | None, cause: str) -> Memory:
         """A repeat strengthens the memory it repeats: tags merged, importance nudged up (a
@@ -360,58 +381,108 @@ def adds_information(old: str, new: str) -> bool:
 #: Chinese numerals and the measure words after which a numeral is a quantity ("十分钟" = 10 minutes;
 #: "一家" is "a", not 1)
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万")
+_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万", "行")
 _EN_NUMBERS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
 _EN_NUMBERS.update({"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100})
 _LEADING_NUMBER = re.compile(r"^\d+(?:\.\d+)?")
 _HAN = re.compile(r"[\u3400-\u9fff]")
+_QUOTED = re.compile(r"['\"`‘“「『]([^'\"`’”」』\n]{1,40})['\"`’”」』]")
+#: words that name one of several parallel things: two statements that differ in them are about
+#: different subjects ("the staging database…" vs "the production database…"), never repeats
+_CONTRASTS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "生产 线上 正式 测试 预发布 预发 开发 本地 staging prod production dev development test testing local qa sandbox",
+    "前端 后端 客户端 服务端 移动端 frontend backend client server mobile web desktop",
+    "ios android 安卓 苹果 windows macos linux",
+    "周一 周二 周三 周四 周五 周六 周日 周末 monday tuesday wednesday thursday friday saturday sunday weekend",
+    "每天 每周 每月 每年 每小时 daily weekly monthly yearly hourly nightly",
+    "上午 下午 晚上 凌晨 中午 morning afternoon evening night noon",
+))
+#: units after a number are part of the number, not names ("16 GB" = "16GB")
+_UNITS = frozenset("b kb mb gb tb pb k m g ms s sec min h hr hrs kg km px pt qps rps rpm am pm".split())
+_FILLER = frozenset("记住 备注 注意 remember note".split())
 _LATIN_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z])")
 
 
 def _zh_number(token: str) -> str | None:
     """``十`` → 10, ``二十五`` → 25, ``九点`` → 9 when a measure word follows; else None."""
     i = 0
-    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] == "十"):
+    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] in "十百"):
         i += 1
     if i == 0 or (i < len(token) and not token[i:].startswith(_ZH_UNITS)):
         return None
     digits, value, current = token[:i], 0, 0
     for ch in digits:
-        if ch == "十":
-            value += (current or 1) * 10
+        if ch in "十百":
+            value += (current or 1) * (10 if ch == "十" else 100)
             current = 0
         else:
             current = _ZH_DIGITS[ch]
     return str(value + current)
 
 
-def fact_anchors(text: str) -> set[str]:
+def fact_anchors(text: str, names_from: str = "") -> set[str]:
     """The parts of a statement that pin down its facts: numbers (digits, Chinese numerals and
     English number words alike, units dropped: "200ms" = "200 毫秒" = 200) and names (tools,
-    products, people, places: "FastAPI", "Miso", "Berlin") — Latin words inside Chinese text, and
-    in English the capitalised words that do not start a sentence. Two statements with the same
-    anchors and the same subject words are restatements; a changed number or name is a new fact."""
-    anchors: set[str] = set()
+    products, people, places: "FastAPI", "Miso", "Berlin") — Latin words inside Chinese text,
+    quoted words, and in English the capitalised words that do not start a sentence. A word
+    written as a name in ``names_from`` (the other statement of a pair) counts as a name here
+    too, so "Alice owns…" and "…owned by Alice" agree. Two statements with the same anchors and
+    the same subject words are restatements; a changed number or name is a new fact."""
+    anchors = {t for t in _fact_terms(text) if t[0].isdigit()}
+    names = _names(text) | (_names(names_from) if names_from else set())
+    words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
+    return anchors | (names & words)
+
+
+def _fact_terms(text: str) -> set[str]:
+    """The statement's search terms with every number written one way ("09", "九点", "nine" → "9"),
+    without units and the words that only announce a memory ("记住：", "Note:")."""
+    out: set[str] = set()
     for term in _text.query_terms(text)[0]:
+        if term in _UNITS or term in _FILLER:
+            continue
         number = _LEADING_NUMBER.match(term)
+        zh = _zh_number(term) if _HAN.search(term) else None
         if number:
-            anchors.add(number.group(0))
+            out.add(number.group(0).lstrip("0") or "0")
         elif term in _EN_NUMBERS:
-            anchors.add(str(_EN_NUMBERS[term]))
-        elif _HAN.search(term):
-            zh = _zh_number(term)
-            if zh is not None:
-                anchors.add(zh)
+            out.add(str(_EN_NUMBERS[term]))
+        else:
+            out.add(zh if zh is not None else term)
+    return out
+
+
+def _names(text: str) -> set[str]:
+    """Latin-script words that ``text`` writes as names (lowercased)."""
+    text = unicodedata.normalize("NFKC", text)  # full-width letters, not case: capitals matter here
+    found = {q.strip().lower() for q in _QUOTED.findall(text)}
     has_han = bool(_HAN.search(text))
     for match in _LATIN_WORD.finditer(text):
         word = match.group(0)
         start = text[:match.start()].rstrip()
         sentence_start = not start or start[-1] in ".!?;。！？；\n"
         capitalised = any(ch.isupper() for ch in word) and not (sentence_start and word[1:].islower())
-        named = has_han or (capitalised and word.lower() not in _text._EN_STOP and word != "I")
-        if named and not word[0].isdigit():
-            anchors.add(word.lower())
-    return anchors
+        if (has_han or (capitalised and word.lower() not in _text._EN_STOP)) and word != "I" and word.lower() not in _UNITS:
+            found.add(word.lower())
+    return found
+
+
+def same_subject(old: str, new: str) -> bool:
+    """False when the two statements pin different facts or subjects: different numbers or names
+    (:func:`fact_anchors`), or different members of a set of parallel things (staging vs
+    production, frontend vs backend, Monday vs Friday). A near-repeat by cosine must pass this
+    before it is merged: e5 scores "the 'clicks' topic has 6 partitions" and "the 'orders' topic
+    has 6 partitions" at 0.97."""
+    if fact_anchors(old, new) != fact_anchors(new, old):
+        return False
+    a, b = _contrast_words(old), _contrast_words(new)
+    return all(not (a & group) or not (b & group) or (a & group) == (b & group) for group in _CONTRASTS)
+
+
+def _contrast_words(text: str) -> set[str]:
+    lowered = _text.normalize(text).lower()
+    words = set(re.findall(r"[a-z]+", lowered))
+    return {w for group in _CONTRASTS for w in group if (w in words if w.isascii() else w in lowered)}
 
 
 def restates(old: str, new: str) -> bool:
@@ -420,10 +491,10 @@ def restates(old: str, new: str) -> bool:
     detail only adds them, and "…, also for locks" after "Redis for caching" is new), and at most
     one more new word than dropped ones; numbers alone must come with a shared subject word. Used below the near-repeat cosine, where similarity
     alone cannot tell a rewording from a new fact about the same thing."""
-    a, b = fact_anchors(old), fact_anchors(new)
-    if not a or a != b:
+    a = fact_anchors(old, new)
+    if not a or not same_subject(old, new):
         return False
-    old_terms, new_terms = set(_text.query_terms(old)[0]), set(_text.query_terms(new)[0])
+    old_terms, new_terms = _fact_terms(old), _fact_terms(new)
     if all(x[0].isdigit() for x in a) and not (old_terms & new_terms) - a:
         return False  # only a number in common ("10 o'clock" vs "10 seconds"): no shared subject
     extra, missing = new_terms - old_terms, old_terms - new_terms
@@ -440,3 +511,18 @@ def _central(vecs: np.ndarray, k: int) -> list[int]:
 
 def _expired(mem: Memory) -> bool:
     return bool(mem.expires_at) and mem.expires_at <= format_time(utcnow())  # type: ignore[operator]
+
+
+def _verdict(relation: str, close: list[tuple[Memory, float]]) -> Decision:
+    """The decision for an LLM judge's answer about the closest neighbour (``unavailable: …``
+    when it could not answer: the rules' "related")."""
+    old, cos = close[0]
+    if relation.startswith("unavailable"):
+        return Decision("related", old, cos, f"judge {relation}; rules decided", related=close)
+    if relation == "duplicate":
+        return Decision("merged", old, cos, "LLM judge: duplicate", verdict=relation)
+    if relation == "conflicting":
+        return Decision("superseded", old, cos, "LLM judge: conflicting", verdict=relation)
+    if relation == "different":
+        return Decision("created", None, cos, "LLM judge: different", verdict=relation)
+    return Decision("related", old, cos, "LLM judge: related", related=close, verdict="related")
