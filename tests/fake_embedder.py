@@ -120,12 +120,16 @@ class EmbeddingEndpoint(LocalEndpoint):
 
 class ChatEndpoint(LocalEndpoint):
     """OpenAI-compatible ``/v1/chat/completions`` that answers with ``reply`` (a JSON-able object,
-    or a string sent as the message content as it is)."""
+    or a string sent as the message content as it is), plus ``usage`` (token counts) when set."""
 
     reply: object = {}
+    usage: dict | None = None
 
     def answer(self, body: dict) -> dict:
         import json
 
         content = self.reply if isinstance(self.reply, str) else json.dumps(self.reply, ensure_ascii=False)
-        return {"choices": [{"message": {"role": "assistant", "content": content}}]}
+        payload: dict = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+        if self.usage is not None:
+            payload["usage"] = self.usage
+        return payload

@@ -5,9 +5,9 @@ the rules, says so, and writes nothing half-way."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from conftest import chat_store
 from fake_embedder import ChatEndpoint, FakeEmbedder
 
 from mnemo import Mnemo
@@ -17,15 +17,8 @@ A = "the staging database runs PostgreSQL"
 B = "the staging database runs PostgreSQL with nightly backups"  # unclear to the rules: linked as related
 
 
-@pytest.fixture
-def chat() -> Iterator[ChatEndpoint]:
-    ep = ChatEndpoint()
-    yield ep
-    ep.close()
-
-
 def _store(tmp_path: Path, ep: ChatEndpoint, timeout: float = 20.0) -> Mnemo:
-    return Mnemo(tmp_path / "s.db", embedder=FakeEmbedder(), chat=ChatClient(ep.url, "judge-model", timeout=timeout))
+    return chat_store(tmp_path, ep, "judge-model", timeout)
 
 
 @pytest.mark.parametrize(("relation", "action"), [("duplicate", "merged"), ("conflicting", "superseded"), ("related", "related"), ("different", "created")])

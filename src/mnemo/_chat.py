@@ -30,6 +30,8 @@ class ChatClient:
         self.model = model
         self._key = os.environ.get(api_key_env, "")
         self._timeout = timeout
+        #: the ``usage`` object of the last answer (prompt/completion/total tokens), when the endpoint sent one
+        self.last_usage: dict[str, Any] | None = None
 
     def json(self, system: str, user: str) -> dict[str, Any]:
         """Ask for a JSON object; returns it parsed, or raises :class:`ChatError`."""
@@ -42,9 +44,11 @@ class ChatClient:
         }).encode()
         headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {self._key}"} if self._key else {})}
         req = urllib.request.Request(self.base_url + "/chat/completions", data=body, headers=headers)
+        self.last_usage = None
         try:
             with urllib.request.urlopen(req, timeout=self._timeout) as resp:
                 payload = json.loads(resp.read())
+            self.last_usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else None
             content = payload["choices"][0]["message"]["content"]
         except urllib.error.HTTPError as exc:
             raise ChatError(f"chat endpoint {self.base_url} answered HTTP {exc.code}") from None

@@ -117,6 +117,8 @@ def stats(info: dict[str, Any]) -> None:
     for title, key in (("by type", "by_type"), ("by scope", "by_scope"), ("by status", "by_status")):
         if info[key]:
             out.print(f"  {title}: " + ", ".join(f"{escape(k)} {v}" for k, v in info[key].items()))
+    for kind, used in (info.get("llm_usage") or {}).get("today", {}).items():
+        out.print(f"  LLM today ({escape(kind)}): {used['calls']} calls, {used['tokens']:,} tokens")
 
 
 def imported(report: dict[str, Any]) -> None:

@@ -1,0 +1,308 @@
+"""The rule detector: which sentences of a message are worth remembering, and as what type.
+
+No network, no model, well under a millisecond per message. The rules are data, one table per
+language (``data/capture_rules_zh.toml``, ``data/capture_rules_en.toml``), loaded and compiled
+once, on first use. A sentence with Han characters is read with the Chinese table, any other
+with the English one.
+
+How a message is read:
+
+1. Code blocks are blanked out (code is not a statement) and the text is split into sentences
+   on Chinese and English end punctuation and line breaks; abbreviations (``e.g.``), decimals
+   and versions (``v1.2``) do not end a sentence.
+2. Chit-chat (好的 / thanks …) is dropped; an explicit instruction (记住 / from now on …) is
+   noted and its words removed; otherwise a sentence matching a negative pattern (a question, a
+   hypothetical, a one-off request, a transient step) is dropped.
+3. The sentence is split into clauses (``，`` / ``, we …``); each clause gets the type of its
+   strongest trigger. Consecutive clauses of one type stay together, untyped clauses join their
+   neighbour, and a change of type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek →
+   a ``project_context`` and a ``decision``.
+
+Every detection is a verbatim span of the input, so callers can show where it came from.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ._text import DATA, has_han
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+#: importance of an explicit "remember this" and of an ordinary detection
+EXPLICIT_IMPORTANCE = 0.9
+DEFAULT_IMPORTANCE = 0.5
+#: the assistant's own words are weaker evidence of what the user wants than the user's
+ASSISTANT_FACTOR = 0.75
+#: a sentence longer than this is a paragraph, not one statement
+MAX_SENTENCE_CHARS = 400
+
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+# English ";" joins related clauses (a clause separator, not a sentence end); Chinese "；" ends one
+_BOUNDARY = re.compile(r"[。！？；…]+[”’」』\"')）]*|[!?！？]+|\.+(?=\s|$)|\n+")
+_ABBREV = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "no", "fig", "approx", "cf", "st", "jr", "sr", "inc", "ltd", "co", "al"}
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z.]*)$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*•>]+|#+|\d+[.)、])\s+")
+_PUNCT = re.compile(r"[\s\W_]+", re.U)
+_TRIM = " \t\r\n，,。.！!？?；;：:、…~～-—\"'“”‘’()（）[]【】"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One memory found in a message: its text (a verbatim span ``text[start:end]``), type,
+    confidence, importance, whether it was an explicit instruction, and the rule that fired."""
+
+    content: str
+    type: str
+    confidence: float
+    importance: float
+    explicit: bool
+    rule: str
+    lang: str
+    start: int
+    end: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "type": self.type, "confidence": self.confidence, "importance": self.importance,
+                "explicit": self.explicit, "rule": self.rule, "lang": self.lang, "span": [self.start, self.end]}
+
+
+@dataclass
+class _Rule:
+    type: str
+    priority: int
+    confidence: float
+    regex: re.Pattern[str]
+    strip_lead: re.Pattern[str] | None
+    sentence: bool
+
+
+@dataclass
+class _Table:
+    lang: str
+    chitchat: frozenset[str]
+    fillers: re.Pattern[str]
+    negatives: list[re.Pattern[str]]
+    explicit: list[tuple[re.Pattern[str], str]]
+    rules: list[_Rule]
+    clause_sep: re.Pattern[str]
+    min_chars: int
+
+
+_TABLES: dict[str, _Table] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _compile(data: dict[str, Any], source: str) -> _Table:
+    flags = re.I if data.get("lang") == "en" else 0
+
+    def rx(pattern: str) -> re.Pattern[str]:
+        try:
+            return re.compile(pattern, flags)
+        except re.error as exc:
+            raise ValueError(f"{source}: bad pattern {pattern!r}: {exc}") from None
+
+    rules = [
+        _Rule(type=r["type"], priority=int(r.get("priority", 9)), confidence=float(r["confidence"]),
+              regex=rx("|".join(f"(?:{p})" for p in r["patterns"])),
+              strip_lead=rx(r["strip_lead"]) if r.get("strip_lead") else None, sentence=bool(r.get("sentence")))
+        for r in data.get("rule", [])
+    ]
+    return _Table(
+        lang=data["lang"],
+        chitchat=frozenset(_norm(c) for c in data.get("chitchat", [])),
+        fillers=rx(data.get("fillers") or r"(?!x)x"),
+        negatives=[rx(p) for p in data.get("negatives", [])],
+        explicit=[(rx(e["pattern"]), e.get("type", "note")) for e in data.get("explicit", [])],
+        rules=sorted(rules, key=lambda r: r.priority),
+        clause_sep=rx(data.get("clause_separators") or r"(?!x)x"),
+        min_chars=int(data.get("min_chars", 4)),
+    )
+
+
+def _table(lang: str) -> _Table:
+    table = _TABLES.get(lang)
+    if table is None:
+        with _LOAD_LOCK:
+            table = _TABLES.get(lang)
+            if table is None:
+                path = DATA / f"capture_rules_{lang}.toml"
+                table = _compile(tomllib.loads(path.read_text("utf-8")), str(path))
+                _TABLES[lang] = table
+    return table
+
+
+def _norm(text: str) -> str:
+    return _PUNCT.sub("", text).lower()
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``(start, end)`` of ``text`` (Chinese and English punctuation, line breaks),
+    trimmed of surrounding space; ``e.g.``, ``3.5`` and ``v1.2`` do not end a sentence."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        if m.group().startswith(".") and len(m.group()) == 1:
+            word = _WORD_BEFORE.search(text, 0, m.start())
+            if word and (word.group(1).lower().rstrip(".") in _ABBREV or len(word.group(1)) == 1 and word.group(1).isupper()):
+                continue
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+def _trim(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s] in _TRIM:
+        s += 1
+    while e > s and text[e - 1] in _TRIM:
+        e -= 1
+    return s, e
+
+
+def _best(table: _Table, text: str) -> _Rule | None:
+    best: _Rule | None = None
+    for rule in table.rules:
+        if (best is None or rule.confidence > best.confidence) and rule.regex.search(text):
+            best = rule
+    return best
+
+
+def _negative(table: _Table, text: str) -> bool:
+    return any(n.search(text) for n in table.negatives)
+
+
+def detect(text: str, *, role: str = "user") -> list[Detection]:
+    """The memories worth keeping in one message (``role`` ``user`` or ``assistant``: the
+    assistant's own words get a lower confidence)."""
+    if not text or not text.strip():
+        return []
+    if "```" in text:  # blank code out, keeping offsets so spans still point into ``text``
+        text = _CODE_BLOCK.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    factor = ASSISTANT_FACTOR if role == "assistant" else 1.0
+    out: list[Detection] = []
+    for s, e in split_sentences(text):
+        mark = _LIST_MARK.match(text[s:e])
+        if mark:
+            s += mark.end()
+        if e - s > MAX_SENTENCE_CHARS or e - s < 2:
+            continue
+        out.extend(_sentence(text, s, e, factor))
+    seen: set[str] = set()
+    return [d for d in out if not (d.content in seen or seen.add(d.content))]  # type: ignore[func-returns-value]
+
+
+def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
+    sentence = text[s:e]
+    table = _table("zh" if has_han(sentence) else "en")
+    if _norm(sentence) in table.chitchat:
+        return []
+    s, e = _strip_fillers(table, text, s, e)
+    explicit_type: str | None = None
+    for pattern, etype in table.explicit:
+        m = pattern.search(text[s:e])  # on the slice: ``^`` anchors at the sentence start
+        if m is None:
+            continue
+        # "记住：以后都…" : the standing-instruction type is more telling than a plain "remember"
+        explicit_type = etype if explicit_type in (None, "fact") else explicit_type
+        if m.start() == 0:
+            s += m.end()
+        elif m.end() == e - s:
+            e = s + m.start()
+        s, e = _trim(text, s, e)
+    if s >= e:
+        return []
+    if (explicit_type is None and _negative(table, text[s:e])) or sentence.rstrip().endswith(("?", "？")):
+        return []  # a question stays a question even with "remember" in it
+    groups = _groups(table, text, s, e, explicit=explicit_type is not None)
+    if not groups and explicit_type is not None:
+        groups = [(s, e, None)]
+    out = []
+    for gs, ge, rule in groups:
+        if rule is not None and rule.strip_lead is not None:
+            lead = rule.strip_lead.match(text[gs:ge])
+            if lead and gs + lead.end() < ge:
+                gs += lead.end()
+        gs, ge = _strip_fillers(table, text, gs, ge)
+        gs, ge = _trim(text, gs, ge)
+        content = text[gs:ge]
+        if len(content) < table.min_chars or _norm(content) in table.chitchat:
+            continue
+        conf = rule.confidence if rule is not None else 0.7
+        if explicit_type is not None:
+            conf = max(conf, 0.85)
+        out.append(Detection(
+            content=content, type=rule.type if rule is not None else explicit_type or "note",
+            confidence=round(conf * factor, 3), importance=EXPLICIT_IMPORTANCE if explicit_type else DEFAULT_IMPORTANCE,
+            explicit=explicit_type is not None, rule=f"{table.lang}:{rule.type if rule else 'explicit'}", lang=table.lang,
+            start=gs, end=ge,
+        ))
+    return out
+
+
+def _strip_fillers(table: _Table, text: str, s: int, e: int) -> tuple[int, int]:
+    for _ in range(3):  # 好的，另外，… : a few fillers in a row
+        m = table.fillers.match(text[s:e])
+        if m is None or s + m.end() >= e:
+            break
+        s += m.end()
+    return _trim(text, s, e)
+
+
+def _groups(table: _Table, text: str, s: int, e: int, *, explicit: bool) -> list[tuple[int, int, _Rule | None]]:
+    """Typed spans of one sentence: clauses of one type together, a change of type splits."""
+    sentence = text[s:e]
+    whole = _best(table, sentence)
+    if whole is None:
+        return []
+    seps = [m.end() for m in table.clause_sep.finditer(sentence)]
+    if not seps:
+        return [(s, e, whole)]
+    # a sequence (先…，再…, first…, then…) whose trigger spans clauses keeps the sentence whole
+    for rule in table.rules:
+        if rule.sentence and (rule is whole or rule.confidence > whole.confidence):
+            m = rule.regex.search(sentence)
+            if m and any(m.start() < sep < m.end() for sep in seps):
+                return [(s, e, rule)]
+    bounds = [s] + [s + sep for sep in seps] + [e]
+    clauses: list[tuple[int, int, _Rule | None, bool]] = []  # start, end, rule, dropped
+    for cs, ce in zip(bounds, bounds[1:]):
+        piece = text[cs:ce]
+        dropped = not explicit and (_negative(table, piece.strip(_TRIM)) or _norm(piece) in table.chitchat)
+        clauses.append((cs, ce, None if dropped else _best(table, piece), dropped))
+    groups: list[list[Any]] = []  # [start, end, rule]
+    pending: int | None = None  # start of untyped clauses waiting for a typed neighbour
+    for cs, ce, rule, dropped in clauses:
+        if dropped:
+            pending = None
+            if groups:
+                groups.append([None, None, None])  # a barrier: nothing joins across a dropped clause
+            continue
+        last = groups[-1] if groups and groups[-1][2] is not None else None
+        if rule is None:
+            if last is not None:
+                last[1] = ce
+            elif pending is None:
+                pending = cs
+            continue
+        if last is not None and last[2].type == rule.type:
+            last[1] = ce
+        else:
+            groups.append([pending if pending is not None else cs, ce, rule])
+        pending = None
+    return [(g[0], g[1], g[2]) for g in groups if g[2] is not None]
