@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _text
-from ._models import Memory, check_content, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
+from ._models import Memory, check_content, embed_text, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -203,8 +203,9 @@ class LifecycleOps:
         fresh: dict[str, np.ndarray] = {}
         if "content" in fields:
             self._check_model()
-            (h,), _, fresh = self._vectors([fields["content"]])
-            fields.update(content_hash=_text.content_hash(fields["content"]), embed_hash=h, tokens=_text.index_tokens(fields["content"]))
+            text = embed_text(replace(mem, content=fields["content"]))  # keeps an ingested chunk's heading prefix
+            (h,), _, fresh = self._vectors([text])
+            fields.update(content_hash=_text.content_hash(fields["content"]), embed_hash=h, tokens=_text.index_tokens(text))
         before = {k: getattr(mem, k) for k in changes}
         with self._lock, self.store.transaction():
             self._store_vectors(fresh)

@@ -10,11 +10,12 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from . import _text
+from ._models import embed_text
 from ._store import Filters
 from ._migrations import LATEST_VERSION
 from ._models import STATUSES, Memory, format_time, parse_time, utcnow
@@ -149,8 +150,9 @@ class MaintenanceOps:
         transaction, because another process may be importing the same file at the same time."""
         self._check_model()
         with self._lock:
-            hashes, _, fresh = self._vectors([m.content for m, _, _ in batch])
-            tokens = [_text.index_tokens(m.content) for m, _, _ in batch]
+            texts = [embed_text(m) for m, _, _ in batch]
+            hashes, _, fresh = self._vectors(texts)
+            tokens = [_text.index_tokens(t) for t in texts]
             inserted = 0
             with self.store.transaction():
                 self._store_vectors(fresh)
@@ -167,6 +169,13 @@ class MaintenanceOps:
 
     # ------------------------------------------------------------ reindex
 
+    def _embed_texts(self: "Mnemo", rows: Sequence[tuple[int, str]]) -> dict[int, str]:
+        """``pk → the text a memory is embedded and indexed as``: its content, after the title and
+        heading prefix of an ingested chunk (kept in its metadata)."""
+        prefixed = {pk for pk, _ in rows}
+        mems = self.store.get_many_by_pk(list(prefixed))
+        return {pk: embed_text(mems[pk]) if pk in mems else content for pk, content in rows}
+
     def reindex(self: "Mnemo", *, fts: bool = True, progress: Progress = _noop, batch_size: int = 64) -> dict[str, Any]:
         """Rebuild the derived index for the configured model: full-text rows, then missing vectors.
 
@@ -181,9 +190,10 @@ class MaintenanceOps:
                 rows = self.store.fts_rows_after(after, 1000)
                 if not rows:
                     break
+                texts = self._embed_texts(rows)
                 with self.store.transaction():
-                    for pk, content in rows:
-                        self.store.set_fts(pk, _text.index_tokens(content))
+                    for pk, _ in rows:
+                        self.store.set_fts(pk, _text.index_tokens(texts[pk]))
                 after = rows[-1][0]
                 total_fts += len(rows)
         missing = self.store.count_missing_embeddings(name)
@@ -194,9 +204,10 @@ class MaintenanceOps:
             rows = self.store.missing_embeddings(name, after, batch_size)
             if not rows:
                 break
+            by_pk = self._embed_texts([(pk, content) for pk, _, content, _ in rows])
             texts: dict[str, str] = {}
-            for _, _, content, h in rows:
-                texts.setdefault(h, content)
+            for pk, _, _, h in rows:
+                texts.setdefault(h, by_pk[pk])
             vecs = self._embed(list(texts.values()), query=False)
             with self.store.transaction():
                 self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(texts)])

@@ -228,3 +228,10 @@ def check_metadata(value: Any) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"metadata is not JSON-serialisable: {exc}") from None
     return value
+
+
+def embed_text(mem: Memory) -> str:
+    """The text a memory is embedded and full-text indexed as: its content, after the
+    ``embed_prefix`` its metadata may carry (an ingested chunk's title and heading path)."""
+    prefix = mem.metadata.get("embed_prefix")
+    return prefix + mem.content if isinstance(prefix, str) else mem.content
