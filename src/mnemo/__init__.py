@@ -16,8 +16,6 @@ if "numpy" not in _sys.modules:
     # override. It must be in place before numpy loads OpenBLAS.
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
-from ._core import Mnemo  # noqa: E402
-from ._models import MEMORY_TYPES, Hit, Memory  # noqa: E402
 from .errors import (  # noqa: E402
     CorruptStoreError,
     EmbedderError,
@@ -33,6 +31,24 @@ from .errors import (  # noqa: E402
 )
 
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's fast path
+if TYPE_CHECKING:
+    from ._core import Mnemo
+    from ._models import MEMORY_TYPES, Hit, Memory
+
+
+def __getattr__(name: str):  # PEP 562: `Mnemo` (numpy, apsw, the models) loads on first use,
+    # so light entry points such as `mnemo hook` (run on every prompt) import none of it
+    if name == "Mnemo":
+        from ._core import Mnemo
+
+        return Mnemo
+    if name in ("Memory", "Hit", "MEMORY_TYPES"):
+        from . import _models
+
+        return getattr(_models, name)
+    raise AttributeError(f"module 'mnemo' has no attribute {name!r}")
 
 __all__ = [
     "Mnemo",

@@ -1,0 +1,62 @@
+"""DESIGN.md's naming note: every API operation is reachable from the CLI and from MCP."""
+
+from __future__ import annotations
+
+import inspect
+
+from mnemo import Mnemo
+from mnemo._mcp import TOOLS
+from mnemo.cli import OPERATIONS
+
+#: public Mnemo methods that are not operations of their own, on any surface
+NOT_OPERATIONS = {
+    "close": "releases the store; every surface does it itself",
+    "remember_many": "batch form of remember (import and capture use it); remember is the operation",
+    "recall_batch": "batch form of recall for benchmarks and evaluation scripts",
+    "export_text": "export into a string; export is the operation",
+    "redact_with": "static helper behind redact, usable without a store",
+    "related": "part of show/get (its links)",
+    "is_paused": "read side of pause/resume; context reports it as `paused`",
+    "auto_transcript": "reached through `mnemo hook stop|session-end` and the capture CLI; a model has no transcript path",
+    "capture_job": "status of auto_transcript's background job, shown by the capture CLI",
+}
+#: operations deliberately left out of MCP, and why
+NOT_ON_MCP = {
+    "export": "writes every memory to a file or stdout; a person's command, not a model's",
+    "import_": "reads a local file the model names; a person's command",
+    "reindex": "long maintenance job (minutes) with a progress bar",
+    "purge": "the only irreversible delete: people only (forget is the model's undoable delete)",
+    "ingest": "reads local files and fetches URLs the model names; a person's command",
+    "watch": "runs until stopped; a person's command",
+    "pause": "the user's switch to stop injection; a model must not turn it on or off",
+    "resume": "the user's switch to stop injection; a model must not turn it on or off",
+}
+#: operations with no CLI command of their own
+NOT_ON_CLI: dict[str, str] = {}
+
+
+def _operations() -> set[str]:
+    return {n for n, v in inspect.getmembers(Mnemo) if not n.startswith("_") and callable(v)} - set(NOT_OPERATIONS)
+
+
+def test_every_operation_is_on_the_cli() -> None:
+    missing = _operations() - set(OPERATIONS.values()) - set(NOT_ON_CLI)
+    assert not missing, f"no CLI command for {sorted(missing)}: add one to OPERATIONS or justify it in NOT_ON_CLI"
+
+
+def test_every_operation_is_on_mcp() -> None:
+    missing = _operations() - set(TOOLS.values()) - set(NOT_ON_MCP)
+    assert not missing, f"no MCP tool for {sorted(missing)}: add one to mnemo._mcp.TOOLS or justify it in NOT_ON_MCP"
+
+
+def test_tools_are_named_like_the_operations_they_run() -> None:
+    for tool, op in TOOLS.items():
+        assert callable(getattr(Mnemo, op)), op
+        assert tool == op.rstrip("_"), (tool, op)
+
+
+def test_exclusions_name_real_methods_and_are_not_stale() -> None:
+    for name in [*NOT_OPERATIONS, *NOT_ON_MCP, *NOT_ON_CLI]:
+        assert callable(getattr(Mnemo, name, None)), f"{name} is not a Mnemo method any more: drop it from the list"
+    assert not set(NOT_ON_MCP) & set(TOOLS.values()), "an operation on MCP is also listed as excluded"
+    assert not set(NOT_ON_CLI) & set(OPERATIONS.values()), "an operation on the CLI is also listed as excluded"
