@@ -677,6 +677,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     ap.add_argument("--profile", action="store_true", help="add a cProfile of hybrid recall at each size")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: import,search,omp,cli")
+    ap.add_argument("--pg", metavar="URL", help="also compare PostgreSQL + pgvector with SQLite at the largest size "
+                    "(a server URL whose role may create databases, e.g. the one scripts/pg-setup prints)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in (args.sizes or ("1000,10000" if args.quick else "1000,10000,100000")).split(",") if s.strip()]
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -714,6 +716,12 @@ def main(argv: list[str] | None = None) -> int:
                 e2e = (15 if args.quick else 30) if n == sizes[-1] else 0
                 res["search"][str(n)] = bench_size(n, emb, qs, qvecs, rounds, tmp, args.profile, e2e)
                 section(f"search {n:,}", t0)
+            if args.pg:  # bench/_pg_speed.py: the same store and queries on PostgreSQL, side by side
+                import _pg_speed
+
+                t0 = time.perf_counter()
+                res["postgres"] = _pg_speed.bench(args.pg, sizes[-1], emb, qs, qvecs, rounds, tmp, log)
+                section(f"PostgreSQL {sizes[-1]:,}", t0)
             del emb
         if "omp" not in skip:
             t0 = time.perf_counter()
@@ -730,6 +738,10 @@ def main(argv: list[str] | None = None) -> int:
     res["environment"]["load_average_end"] = os.getloadavg()[0]
     res["elapsed_s"] = round(time.perf_counter() - start, 1)
     print(render(res))
+    if "postgres" in res:
+        import _pg_speed
+
+        print("\n" + _pg_speed.render(res["postgres"]))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(res, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

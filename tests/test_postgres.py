@@ -1,0 +1,299 @@
+"""PostgreSQL-only behaviour: team privacy by row-level security with two real roles, many
+writer processes at once, migrate both ways, and bad input (unreachable server, a missing
+privilege, a dimension mismatch, a server restart). The rest of the suite also runs on
+PostgreSQL (scripts/test's second run); these need the server whatever the run."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import random
+import socket
+import string
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PgDatabases, pg_url
+from fake_embedder import FakeEmbedder
+
+from mnemo import Mnemo
+from mnemo.errors import EmbedderError, SchemaTooNewError, StoreError, StorePrivilegeError, StoreUnreachableError
+
+pytestmark = pytest.mark.postgres
+
+
+def _words(rng: random.Random, n: int = 4) -> str:
+    return " ".join("".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(5, 9))) for _ in range(n))
+
+
+@pytest.fixture
+def team(pg_databases: PgDatabases) -> dict[str, str]:
+    """A team store created by its owner (mnemo), and URLs for alice and bob."""
+    name = pg_databases.new(owner="mnemo")
+    with Mnemo(pg_url(name), embedder=FakeEmbedder()):
+        pass
+    return {"owner": pg_url(name), "alice": pg_url(name, user="mnemo_alice"), "bob": pg_url(name, user="mnemo_bob")}
+
+
+# ---------------------------------------------------------------- team privacy (row-level security)
+
+
+def test_private_memories_are_invisible_to_other_roles(team: dict[str, str], cli) -> None:
+    r = cli("visibility", "project:alice-diary", "private", "--db", team["alice"], "--json")
+    assert r.code == 0, r.err
+    assert r.json() == {"role": "mnemo_alice", "private_scopes": ["project:alice-diary"]}
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        secret = alice.remember("my salary negotiation target is confidential", scope="project:alice-diary")
+        shared = alice.remember("the team deploys the api on thursdays", scope="global")
+        assert {h.memory.id for h in alice.recall("salary negotiation", scope="project:alice-diary")} == {secret.id}
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        assert [h.memory.id for h in bob.recall("team deploys api thursdays")] == [shared.id]
+        assert [h.memory.id for h in bob.recall("salary negotiation target", scope="all", min_score=0.0)] == [shared.id]
+        assert bob.list(scope="all", statuses=("active", "superseded", "archived", "deleted")) == [bob.get(shared.id)]
+        with pytest.raises(Exception, match="no memory"):
+            bob.get(secret.id)
+        with pytest.raises(Exception, match="no memory"):
+            bob.history(secret.id)
+        assert bob.stats()["total"] == 1
+        # nothing in the client decides this: raw SQL as bob sees no private row either, and
+        # bob cannot write a row that claims to be alice's
+        conn = bob.store.conn
+        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM events WHERE memory_id = %s", (secret.id,)).fetchone()[0] == 0
+        with pytest.raises(Exception, match="row-level security"):
+            conn.execute("UPDATE memories SET owner = 'mnemo_alice', visibility = 'private' WHERE id = %s", (shared.id,))
+        # forgetting a memory bob cannot see is "not found", and changes nothing
+        with pytest.raises(Exception, match="no memory"):
+            bob.forget(secret.id)
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        assert alice.get(secret.id).status == "active"
+        assert alice.stats()["total"] == 2
+    # the owner of the tables is bound too (FORCE ROW LEVEL SECURITY)
+    with Mnemo(team["owner"], embedder=FakeEmbedder()) as owner:
+        assert owner.stats()["total"] == 1
+
+
+def test_visibility_is_refused_on_sqlite(cli, tmp_path: Path) -> None:
+    Mnemo(tmp_path / "x.db", embedder=FakeEmbedder()).close()
+    r = cli("visibility", "global", "private", "--db", str(tmp_path / "x.db"))
+    assert r.code != 0 and "PostgreSQL" in r.err
+
+
+# ---------------------------------------------------------------- many writers at once
+
+N_PROCS, N_WRITES, SHARED_EVERY = 8, 250, 25
+SHARED = [f"shared decision {c}: " + _words(random.Random(c)) for c in "abcdefghij"]
+
+
+def _writer(url: str, proc: int, out: "mp.Queue[dict]") -> None:
+    rng = random.Random(proc)
+    errors: list[str] = []
+    ids: list[str] = []
+    searches = 0
+    try:
+        m = Mnemo(url, embedder=FakeEmbedder())
+        for i in range(N_WRITES):
+            try:
+                if i % SHARED_EVERY == 0:  # every process writes the same ten statements: dedup races
+                    m.remember(SHARED[(i // SHARED_EVERY) % len(SHARED)])
+                else:
+                    ids.append(m.remember(f"process {'abcdefgh'[proc]} note " + _words(rng), dedup=False).id)
+                if i % 10 == 0:
+                    m.recall(_words(rng, 2), top_k=5)
+                    searches += 1
+            except Exception as exc:  # counted, not raised: the parent asserts there are none
+                errors.append(f"{type(exc).__name__}: {exc}")
+        m.close()
+    except Exception as exc:
+        errors.append(f"{type(exc).__name__}: {exc}")
+    out.put({"proc": proc, "errors": errors, "ids": ids, "searches": searches})
+
+
+@pytest.mark.slow
+def test_eight_processes_write_and_search_at_once(pg_databases: PgDatabases) -> None:
+    url = pg_databases.url()
+    with Mnemo(url, embedder=FakeEmbedder()) as m:
+        m.remember("seed memory so the model is claimed before the race")
+    ctx = mp.get_context("spawn")
+    out: "mp.Queue[dict]" = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(url, p, out)) for p in range(N_PROCS)]
+    start = time.monotonic()
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    elapsed = time.monotonic() - start
+    errors = [e for r in results for e in r["errors"]]
+    assert errors == [], errors[:5]
+    written = [i for r in results for i in r["ids"]]
+    unique_per_proc = N_WRITES - N_WRITES // SHARED_EVERY
+    assert len(written) == len(set(written)) == N_PROCS * unique_per_proc
+    with Mnemo(url, embedder=FakeEmbedder()) as m:
+        assert m.store.existing_ids(written) == set(written)  # no lost write
+        for text in SHARED:  # one memory per shared statement: dedup never raced
+            assert len([x for x in m.list(scope="all", limit=100_000) if x.content == text]) == 1, text
+        assert m.stats()["total"] == 1 + N_PROCS * unique_per_proc + len(SHARED)
+    assert sum(r["searches"] for r in results) == N_PROCS * (N_WRITES // 10)
+    print(f"{N_PROCS} processes x {N_WRITES} writes + searches: {elapsed:.1f} s")
+
+
+# ---------------------------------------------------------------- migrate, both ways
+
+
+def test_migrate_sqlite_to_postgres_and_back(cli, tmp_path: Path, pg_databases: PgDatabases) -> None:
+    db = tmp_path / "local.db"
+    with Mnemo(db, embedder=FakeEmbedder()) as m:
+        a = m.remember("we chose postgres for the team store", type="decision", tags=["db"])
+        m.remember("the deploy runs on port 8080", scope="project:api")
+        m.remember("the deploy runs on port 9090", scope="project:api")  # supersedes the first
+        gone = m.remember("a note to forget")
+        m.forget(gone.id)
+        before = {x.id: x for x in m.list(scope="all", statuses=("active", "superseded", "archived", "deleted"), limit=1000)}
+        history = {i: m.history(i) for i in before}
+        hits = [h.memory.id for h in m.recall("which database did we choose", top_k=3, touch=False)]
+    url = pg_databases.url()
+    r = cli("migrate", "--from", str(db), "--to", url, "--json")
+    assert r.code == 0, r.err
+    report = r.json()
+    assert report["copied"] == len(before) == 4 and report["verified"]["memories"] == 4 and report["vectors_copied"]
+    again = cli("migrate", "--from", str(db), "--to", url, "--json").json()
+    assert again["copied"] == 0 and again["already_there"] == 4  # idempotent
+    with Mnemo(url, embedder=FakeEmbedder()) as pg:
+        after = {x.id: x for x in pg.list(scope="all", statuses=("active", "superseded", "archived", "deleted"), limit=1000)}
+        assert after == before
+        assert {i: pg.history(i) for i in after} == history
+        assert [h.memory.id for h in pg.recall("which database did we choose", top_k=3, touch=False)] == hits
+        assert pg.get(a.id).tags == ["db"] and pg.stats()["vectors"] >= 4
+    back = tmp_path / "copy.db"
+    r = cli("migrate", "--from", url, "--to", str(back), "--json")
+    assert r.code == 0, r.err and r.json()["copied"] == 4
+    with Mnemo(back, embedder=FakeEmbedder()) as local:
+        assert {x.id: x for x in local.list(scope="all", statuses=("active", "superseded", "archived", "deleted"), limit=1000)} == before
+        assert [h.memory.id for h in local.recall("which database did we choose", top_k=3)] == hits
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_unreachable_server_fails_fast_and_clearly(cli) -> None:
+    # a port that accepts connections and never answers: only connect_timeout ends the wait
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    port = silent.getsockname()[1]
+    try:
+        for url in (f"postgresql://mnemo@127.0.0.1:{port}/x", "postgresql://mnemo@127.0.0.1:1/x"):
+            start = time.monotonic()
+            with pytest.raises(StoreUnreachableError, match="cannot connect to PostgreSQL at 127.0.0.1"):
+                Mnemo(url, embedder=FakeEmbedder())
+            assert time.monotonic() - start < 8
+        r = cli("search", "anything", "--db", f"postgresql://mnemo@127.0.0.1:{port}/x")
+        assert r.code != 0 and r.err.startswith("error: cannot connect to PostgreSQL") and len(r.err.splitlines()) == 1
+    finally:
+        silent.close()
+
+
+def test_missing_extension_privilege_is_explained(cli, pg_databases: PgDatabases) -> None:
+    url = pg_url(pg_databases.new(template="template1", owner="mnemo"))  # no vector extension there
+    r = cli("init", "--db", url)
+    assert r.code != 0 and len(r.err.splitlines()) == 1 and "Traceback" not in r.err
+    assert "'vector' extension" in r.err and "superuser" in r.err and "CREATE EXTENSION vector" in r.err
+    with pytest.raises(StorePrivilegeError):
+        Mnemo(url, embedder=FakeEmbedder())
+
+
+def test_missing_store_and_newer_schema(pg_databases: PgDatabases) -> None:
+    url = pg_databases.url()
+    with pytest.raises(StoreError, match="run `mnemo init"):
+        Mnemo(url, embedder=FakeEmbedder(), create=False)
+    Mnemo(url, embedder=FakeEmbedder()).close()
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO schema_migrations VALUES (99, 'from the future', 'now')")
+    with pytest.raises(SchemaTooNewError, match="newer"):
+        Mnemo(url, embedder=FakeEmbedder())
+
+
+class WrongDim(FakeEmbedder):
+    """The same model name answering with vectors of another size."""
+
+    dim = 32
+
+    def embed_passages(self, texts):  # type: ignore[override]
+        return super().embed_passages(texts)[:, :32]
+
+    def embed_queries(self, texts):  # type: ignore[override]
+        return super().embed_queries(texts)[:, :32]
+
+
+def test_dimension_mismatch_is_a_clear_error(pg_databases: PgDatabases) -> None:
+    url = pg_databases.url()
+    with Mnemo(url, embedder=FakeEmbedder()) as m:
+        m.remember("a memory indexed with 256-d vectors")
+        with pytest.raises(StoreError, match="dimension mismatch"):
+            with m.store.transaction():
+                m.store.put_embeddings(m.embedder.name, [("h" * 32, 32, b"\0" * 128)])
+    with Mnemo(url, embedder=WrongDim()) as m:
+        for call in (lambda: m.remember("another memory"), lambda: m.recall("memory")):
+            with pytest.raises(EmbedderError, match="32-d.*256-d"):
+                call()
+        assert m.stats()["total"] == 1
+
+
+#: the test cluster's data folder (scripts/pg-setup's default); read at import, before the
+#: autouse fixture clears MNEMO_* variables
+PG_DATA = os.environ.get("MNEMO_TEST_PG_DATA", "/tmp/mnemo-pg/data")
+
+
+def _restart_server() -> bool:
+    data = PG_DATA
+    pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl"
+    if not Path(pg_ctl).exists() or os.geteuid() != 0 or not Path(data, "PG_VERSION").exists():
+        return False
+    log = str(Path(data).parent / "server.log")  # the server must not inherit our pipes
+    subprocess.run(["runuser", "-u", "postgres", "--", pg_ctl, "-D", data, "-l", log, "-m", "fast", "-w", "restart"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    return True
+
+
+def test_client_reconnects_after_the_server_restarts(pg_databases: PgDatabases) -> None:
+    url = pg_databases.url()
+    with Mnemo(url, embedder=FakeEmbedder()) as m:
+        first = m.remember("written before the restart")
+        if not _restart_server():  # not our cluster (or not root): drop our connection instead
+            admin = pg_databases.conn
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (url.split("/")[3].split("?")[0],))
+        pg_databases.reopen()
+        assert [h.memory.id for h in m.recall("written before the restart")] == [first.id]  # reconnected
+        second = m.remember("written after the restart")
+        assert m.get(second.id).content == "written after the restart"
+        assert json.loads(json.dumps(m.stats()))["total"] == 2
+
+
+def test_postgres_store_implements_the_store_port() -> None:
+    import inspect
+
+    from mnemo._postgres import PostgresStore
+    from mnemo._store import Store, VectorSearch
+
+    wanted = [n for n, v in vars(Store).items() if callable(v) and not n.startswith("_")]
+    wanted += [n for n, v in vars(Store.__mro__[1]).items() if callable(v) and not n.startswith("_")]  # AuxStore
+    assert [n for n in wanted if not callable(getattr(PostgresStore, n, None))] == []
+    for name in wanted:
+        assert list(inspect.signature(getattr(Store, name)).parameters) == list(inspect.signature(getattr(PostgresStore, name)).parameters), name
+    assert all(callable(getattr(PostgresStore, n)) for n in ("vector_index", "vector_search"))
+    assert not issubclass(type("S", (), {}), VectorSearch)
+
+
+def test_init_reports_whether_it_created_the_store(pg_databases: PgDatabases, cli) -> None:
+    url = pg_databases.url()
+    first = cli("init", "--db", url, "--json")
+    assert first.code == 0, first.err
+    assert first.json()["created"] is True
+    again = cli("init", "--db", url, "--json").json()
+    assert again["created"] is False and again["total"] == 0
