@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -19,23 +20,165 @@ from mnemo import Mnemo  # noqa: E402
 
 FAKE_MODEL = "plugin:fake_embedder:FakeEmbedder"
 
+# ---------------------------------------------------------------- backend selection
+# The whole suite runs against SQLite by default and against PostgreSQL when MNEMO_TEST_DB
+# names a server (scripts/pg-setup prints one; scripts/test sets it for the second run). With
+# PostgreSQL, every test gets a fresh database cloned from the template (extensions only, no
+# mnemo schema: `mnemo init` and the migrations run as for a new SQLite file). Tests about
+# SQLite files themselves are marked `sqlite_only` and left out of the PostgreSQL run.
+PG_SERVER = os.environ.get("MNEMO_TEST_DB", "")
+PG_TEMPLATE = os.environ.get("MNEMO_TEST_TEMPLATE", "mnemo_template")
+BACKEND = "postgres" if PG_SERVER else "sqlite"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pg_url(database: str, *, user: str | None = None) -> str:
+    """The test server's URL for ``database`` (optionally as another role)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(PG_SERVER)
+    netloc = parts.netloc
+    if user is not None:
+        netloc = user + netloc[netloc.index("@"):] if "@" in netloc else f"{user}@{netloc}"
+    return urlunsplit((parts.scheme, netloc, "/" + database, parts.query, ""))
+
+
+def pg_admin() -> Any:
+    """An autocommit connection to the test server's maintenance database, or a skip (a
+    failure in CI) when there is no server."""
+    if not PG_SERVER:
+        message = ("PostgreSQL tests need a server: run scripts/pg-setup and set MNEMO_TEST_DB to the URL it prints "
+                   "(scripts/test does both)")
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    import psycopg
+
+    try:
+        return psycopg.connect(pg_url("postgres"), autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        message = f"cannot reach the PostgreSQL test server {PG_SERVER}: {exc}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+class PgDatabases:
+    """Fresh databases from the template for one test, dropped after it."""
+
+    def __init__(self) -> None:
+        self.conn = pg_admin()
+        self.names: list[str] = []
+
+    def new(self, *, template: str | None = None, owner: str | None = None) -> str:
+        import uuid
+
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        extra = f" OWNER {owner}" if owner else ""
+        self.conn.execute(f"CREATE DATABASE {name} TEMPLATE {template or PG_TEMPLATE}{extra}")
+        self.names.append(name)
+        return name
+
+    def url(self, **kw: Any) -> str:
+        return pg_url(self.new(**kw))
+
+    def reopen(self) -> None:
+        """A new admin connection (after a server restart in a test)."""
+        self.conn.close()
+        for _ in range(40):
+            try:
+                self.conn = pg_admin()
+                return
+            except BaseException:
+                time.sleep(0.25)
+        self.conn = pg_admin()
+
+    def close(self) -> None:
+        if self.conn.broken or self.conn.closed:
+            self.reopen()
+        for name in self.names:
+            self.conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.conn.close()
+
+
+@pytest.fixture
+def pg_databases():
+    """A factory of fresh PostgreSQL databases (skips, or fails in CI, without a server)."""
+    dbs = PgDatabases()
+    yield dbs
+    dbs.close()
+
+
+#: test modules that run on SQLite only: the warm service's tests check its lock and socket
+#: beside a store file, and the OpenCode tests start OpenCode, whose plugin process is given a
+#: file store (the hooks and install tests run on both backends)
+FILE_KEYED_MODULES = set(os.environ.get("MNEMO_TEST_FILE_KEYED", "test_serve,test_opencode").split(",")) - {""}
+
+
+def _sqlite_only(node: Any) -> bool:
+    return bool(node.get_closest_marker("sqlite_only")) or getattr(getattr(node, "module", None), "__name__", "") in FILE_KEYED_MODULES
+
+
+#: which of scripts/test's two runs this is ("sqlite", "postgres"), or "" for a plain pytest
+TEST_RUN = os.environ.get("MNEMO_TEST_RUN", "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The SQLite run leaves PostgreSQL-only tests to the PostgreSQL run, which leaves out the
+    tests about SQLite files; a plain local pytest without a server skips the PostgreSQL tests
+    with a message saying how to get one (in CI that is a failure, never a skip)."""
+    keep, drop = [], []
+    for item in items:
+        pg_only, sqlite_only = item.get_closest_marker("postgres"), _sqlite_only(item)
+        if (TEST_RUN == "sqlite" and pg_only) or (BACKEND == "postgres" and sqlite_only):
+            drop.append(item)
+            continue
+        if pg_only and BACKEND != "postgres" and not IN_CI:
+            item.add_marker(pytest.mark.skip(reason="PostgreSQL test: run scripts/pg-setup and set MNEMO_TEST_DB to the URL it prints (scripts/test does both)"))
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"mnemo store backend: {BACKEND}" + (f" ({PG_SERVER})" if PG_SERVER else "")
+
+
+@pytest.fixture
+def store_target(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """Where this test's store lives: a file in tmp_path, or a fresh PostgreSQL database."""
+    if BACKEND == "postgres" and not _sqlite_only(request.node):
+        return request.getfixturevalue("pg_databases").url()
+    return str(tmp_path / "store.db")
+
 
 @pytest.fixture(autouse=True)
-def mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own MNEMO_HOME, the fake model by default, and no stray MNEMO_* settings."""
+def mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Path:
+    """Every test gets its own MNEMO_HOME, the fake model by default, and no stray MNEMO_* settings
+    (on the PostgreSQL run, MNEMO_DB is a fresh database, so the CLI's default store is one)."""
     for key in list(os.environ):
         if key.startswith("MNEMO_"):
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     monkeypatch.setenv("MNEMO_HOME", str(home))
+    if BACKEND == "postgres" and not _sqlite_only(request.node):
+        monkeypatch.setenv("MNEMO_DB", request.getfixturevalue("store_target"))
     monkeypatch.setenv("MNEMO_MODEL", FAKE_MODEL)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     return home
 
 
 @pytest.fixture
-def m(tmp_path: Path) -> Mnemo:
-    store = Mnemo(tmp_path / "store.db", embedder=FakeEmbedder())
+def default_db(mnemo_home: Path) -> str:
+    """The store the CLI uses when no --db is given: MNEMO_DB (a database on the PostgreSQL run)
+    or memory.db in the mnemo home."""
+    return os.environ.get("MNEMO_DB") or str(mnemo_home / "memory.db")
+
+
+@pytest.fixture
+def m(store_target: str) -> Mnemo:
+    store = Mnemo(store_target, embedder=FakeEmbedder())
     yield store
     store.close()
 
@@ -72,3 +215,20 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def chat() -> Iterator[Any]:
+    """A local OpenAI-compatible chat endpoint (``fake_embedder.ChatEndpoint``) for the LLM paths."""
+    from fake_embedder import ChatEndpoint
+
+    ep = ChatEndpoint()
+    yield ep
+    ep.close()
+
+
+def chat_store(tmp_path: Path, ep: Any, model: str, timeout: float = 20.0) -> Mnemo:
+    """A file store whose LLM is the local endpoint ``ep``."""
+    from mnemo._chat import ChatClient
+
+    return Mnemo(tmp_path / "s.db", embedder=FakeEmbedder(), chat=ChatClient(ep.url, model, timeout=timeout))

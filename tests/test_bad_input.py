@@ -22,6 +22,10 @@ from mnemo._migrations import LATEST_VERSION
 
 WRONG_DIM_MODEL = "plugin:fake_embedder:WrongDimEmbedder"
 
+# every case here proves "nothing changed" by reading the SQLite file itself; PostgreSQL's bad
+# input (unreachable server, privileges, dimensions, restarts) is in test_postgres.py
+pytestmark = pytest.mark.sqlite_only
+
 
 class OtherEmbedder(FakeEmbedder):
     """Another model (another identity) that built a store's index."""

@@ -64,6 +64,7 @@ def test_version(cli) -> None:
 # ---------------------------------------------------------------- init / save
 
 
+@pytest.mark.sqlite_only  # the default store file in the mnemo home
 def test_init(cli, mnemo_home: Path) -> None:
     r = cli("init")
     assert r.code == 0, r.err
@@ -393,11 +394,11 @@ def test_reindex(cli, stocked: dict[str, dict]) -> None:
     assert t.code == 0 and t.out.strip() == "reindexed with fake-hash-256: 0 full-text rows, 0 memories embedded"
 
 
-def test_doctor(cli, stocked: dict[str, dict], mnemo_home: Path) -> None:
+def test_doctor(cli, stocked: dict[str, dict], default_db: str) -> None:
     r = cli("doctor", "--json")
     assert r.code == 0, r.out
     data = r.json()
-    assert data["path"] == str(mnemo_home / "memory.db")
+    assert data["path"] == default_db
     assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "network", "encryption"]
     assert all(c["status"] == "ok" for c in data["checks"])
     t = cli("doctor")
@@ -413,6 +414,7 @@ def _settings(r) -> dict[str, dict]:
     return {s["name"]: s for s in r.json()["settings"]}
 
 
+@pytest.mark.sqlite_only  # the default store file in the mnemo home
 def test_config_origins(cli, mnemo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = _settings(cli("config", "--json"))
     assert s["top_k"]["origin"] == "default" and s["top_k"]["value"] == 5
@@ -478,7 +480,7 @@ def test_demo(cli) -> None:
 # ---------------------------------------------------------------- a real process
 
 
-def test_subprocess_entry_point(tmp_path: Path) -> None:
+def test_subprocess_entry_point(tmp_path: Path, default_db: str) -> None:
     env = dict(os.environ)  # MNEMO_HOME, MNEMO_MODEL and PYTHONPATH from the autouse fixture
     assert env["MNEMO_MODEL"] == FAKE_MODEL
     helped = subprocess.run([sys.executable, "-m", "mnemo", "--help"], env=env, capture_output=True, text=True, timeout=60)
@@ -490,7 +492,7 @@ def test_subprocess_entry_point(tmp_path: Path) -> None:
     assert saved.stderr == ""
     data = json.loads(saved.stdout)
     assert data["action"] == "created" and data["memory"]["tags"] == ["proc"]
-    with Mnemo(Path(env["MNEMO_HOME"]) / "memory.db", model=FAKE_MODEL) as m:
+    with Mnemo(default_db, model=FAKE_MODEL) as m:
         assert m.get(data["memory"]["id"]).content == "written by a real process"
         assert m.stats()["model"] == "fake-hash-256"
 

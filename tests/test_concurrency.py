@@ -22,7 +22,8 @@ from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
 
-pytestmark = pytest.mark.slow
+# SQLite file locking and WAL across processes (PostgreSQL: test_postgres.py)
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_only]
 
 WRITERS = 4
 PER_WRITER = 50

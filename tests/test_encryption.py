@@ -12,6 +12,9 @@ from fake_embedder import FakeEmbedder
 from mnemo import Mnemo, StoreKeyError
 from mnemo._sqlite import SQLITE_HEADER, convert, is_encrypted
 
+# encryption at rest is a property of the SQLite file
+pytestmark = pytest.mark.sqlite_only
+
 MARKER = "PLANTED-MARKER-7f3a 机密计划"
 KEY = "correct horse battery staple"
 

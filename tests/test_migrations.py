@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import apsw
+import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
 from mnemo._migrations import LATEST_VERSION, MIGRATIONS
+
+# upgrades SQLite store files (PostgreSQL migrations: test_postgres.py)
+pytestmark = pytest.mark.sqlite_only
 
 
 def _v1_store(path: Path) -> None:

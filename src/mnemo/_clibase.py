@@ -73,6 +73,8 @@ class CLIState:
         from ._sqlite import is_encrypted
 
         c = self.config
+        if c.db.startswith(("postgres://", "postgresql://")):
+            return None  # a PostgreSQL store has no file to encrypt: the server protects it
         exists = os.path.exists(c.db) and os.path.getsize(c.db) > 0
         if exists and not is_encrypted(c.db):
             return None
@@ -113,7 +115,7 @@ class CLIState:
             yield m
         except BaseException:
             m.close()
-            if create and not existed:
+            if create and not existed and not c.db.startswith(("postgres://", "postgresql://")):
                 for suffix in ("", "-wal", "-shm"):
                     Path(c.db + suffix).unlink(missing_ok=True)
             raise
@@ -137,7 +139,7 @@ def command(name: str, *, scope_option: bool = False, **kwargs: Any) -> Callable
 
         run = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts and agents.")(run)
         run = click.option("--model", help="Embedding model: e5, use, openai:<model>.")(run)
-        run = click.option("--db", metavar="PATH", help="Store file (default: MNEMO_DB, config, or the mnemo home).")(run)
+        run = click.option("--db", metavar="PATH|URL", help="Store file or postgresql:// URL (default: MNEMO_DB, config, or the mnemo home).")(run)
         return main_group.command(name, **kwargs)(run)
 
     return wrap

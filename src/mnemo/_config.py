@@ -68,6 +68,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_base_url", "", str, "OpenAI-compatible chat endpoint (off when empty): judges unclear duplicates/conflicts, writes summaries"),
     Setting("llm_model", "", str, "model name for that endpoint"),
     Setting("llm_api_key_env", "MNEMO_LLM_API_KEY", str, "name of the environment variable holding its API key"),
+    Setting("capture_llm", False, _bool, "mnemo auto (and the assistant hooks) extract memories with the LLM endpoint instead of the rules"),
+    Setting("llm_max_calls_per_day", 200, int, "daily cap on LLM extraction calls; over it capture falls back to the rules"),
+    Setting("llm_max_tokens_per_day", 200_000, int, "daily cap on LLM extraction tokens (from the endpoint's usage, else estimated)"),
     Setting("redact", True, _bool, "mask secrets and personal data before anything is stored, embedded or sent"),
     Setting("redact_disable", "", str, "comma-separated detectors to turn off (see `mnemo redact --help`)"),
     Setting("redact_enable", "", str, "comma-separated detectors that are off by default to turn on (ip)"),
@@ -75,6 +78,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("redact_patterns", {}, _patterns, "config.toml table of extra patterns: NAME = \"regex\" (masked as [NAME])"),
     Setting("encrypt", False, _bool, "create new stores encrypted (the key: MNEMO_KEY, the OS keyring, or key_file)"),
     Setting("key_file", "", _path, "key file of an encrypted store (default: key in the mnemo home; created 0600)"),
+    Setting("chunk_chars", 512, int, "mnemo ingest: about how many characters one chunk of a document holds"),
+    Setting("ingest_max_bytes", 20 * 1024 * 1024, int, "mnemo ingest: files (and web pages) larger than this are skipped with a message"),
+    Setting("context_top_k", 5, int, "most memories injected per prompt by mnemo context and the assistant hooks"),
+    Setting("context_budget_tokens", 400, int, "token budget of an injected context block (estimated offline; session start gets 1.5x)"),
+    Setting("serve_idle_seconds", 600.0, float, "the warm service (mnemo serve) exits after this long unused; 0: hooks never start it"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

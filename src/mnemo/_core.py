@@ -24,6 +24,7 @@ from ._ingest import IngestOps
 from ._lifecycle import LifecycleOps, parse_expiry
 from ._maintenance import MaintenanceOps
 from ._models import (
+    embed_text,
     GLOBAL_SCOPE,
     MAX_CONTENT_CHARS,
     STATUSES,
@@ -42,8 +43,8 @@ from ._models import (
 )
 from ._rank import Weights, score_candidates
 from ._redact import DETECTORS, Redacted, Redactor
-from ._sqlite import SQLiteStore
-from ._store import Filters, Store
+from ._backends import open_store
+from ._store import Filters, Store, VectorSearch
 from ._vindex import VectorIndex
 from .errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
 
@@ -87,10 +88,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         decay_days: float = 90.0,
         chat: ChatClient | None = None,
     ):
-        target = os.fspath(path_or_url)
-        if target.startswith(("postgres://", "postgresql://")):
-            raise StoreError("PostgreSQL stores are not available in this version of mnemo; use a SQLite file path")
-        self.store: Store = SQLiteStore(target, create=create, key=key)
+        self.store: Store = open_store(os.fspath(path_or_url), create=create, key=key)
         self.scope = check_scope(scope)
         self.weights = Weights(half_life_days=half_life_days, decay_days=decay_days)
         if min_score is not None:
@@ -227,9 +225,12 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         prepared = [self._prepare(r) for r in records]
         self._check_model()
         with self._lock:
-            hashes, vectors, fresh = self._vectors([m.content for m in prepared])
-            tokens = [_text.index_tokens(m.content) for m in prepared]
+            texts = [embed_text(m) for m in prepared]
+            hashes, vectors, fresh = self._vectors(texts)
+            tokens = [_text.index_tokens(t) for t in texts]
             out: list[tuple[Memory, str]] = []
+            # an LLM judge (when configured) is asked before the write lock is taken
+            verdicts = self._prejudge(prepared, [vectors[h] for h in hashes]) if dedup else {}
             with self.store.transaction():
                 self._store_vectors(fresh)
                 for mem, h, tok in zip(prepared, hashes, tokens):
@@ -241,7 +242,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                         raise InvalidInputError(f"a memory with id {mem.id} already exists")
                     decision = None
                     if dedup:
-                        decision = self._decide(mem, vectors[h])
+                        decision = self._decide(mem, vectors[h], verdicts)
                         if decision.action == "merged" and decision.target is not None:
                             out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
                             continue
@@ -268,6 +269,19 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             redactor = Redactor()
         return (redactor or Redactor(disabled=DETECTORS)).redact(text)
 
+    def _redacted_prefix(self, prefix: str) -> str:
+        """An embedding prefix, redacted. Every chunk of a document section shares its prefix, so
+        each distinct one is redacted once (memo tied to the current redactor)."""
+        if self.redactor is None:
+            return prefix
+        owner, memo = getattr(self, "_prefix_memo", (None, {}))
+        if owner is not self.redactor or len(memo) > 4096:
+            owner, memo = self.redactor, {}
+            self._prefix_memo = (owner, memo)
+        if prefix not in memo:
+            memo[prefix] = self.redactor.redact(prefix).text
+        return memo[prefix]
+
     def _prepare(self, r: dict[str, Any]) -> Memory:
         content = check_content(r.get("content"))
         metadata = check_metadata(r.get("metadata"))
@@ -279,6 +293,13 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                 content = red.text.strip()
                 if not content:
                     raise InvalidInputError("nothing is left to remember once the <private> parts are removed")
+        prefix = r.get("embed_prefix")
+        if prefix:
+            # a document chunk is embedded and indexed under its title and heading path, while
+            # the stored content stays the original text (see mnemo._chunk)
+            if not isinstance(prefix, str):
+                raise InvalidInputError("embed_prefix must be a string")
+            metadata = {**metadata, "embed_prefix": self._redacted_prefix(prefix)}
         now = utcnow()
         created = parse_time(r["created_at"], field_name="created_at") if r.get("created_at") else now
         mid = r.get("id")
@@ -340,8 +361,11 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         )
 
     def _fresh_index(self) -> VectorIndex:
-        """The vector index, brought up to date with writes from any process."""
+        """The vector index, brought up to date with writes from any process (a store that
+        searches vectors itself, such as PostgreSQL's pgvector, hands out its own)."""
         name = self.embedder.name
+        if isinstance(self.store, VectorSearch):
+            return self.store.vector_index(name)  # type: ignore[return-value]
         generation = self.store.get_meta("generation") or "0"
         idx = self._index
         if idx is None or idx.model != name or idx.generation != generation:
@@ -596,7 +620,12 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             "dim": int(self.store.get_meta("dim") or 0) or None,
             "vectors": self.store.count_embeddings(),
             "schema_version": self.store.schema_version,
+            # LLM calls and tokens spent (capture extraction and others), today and over all days
+            "llm_usage": {"today": self.store.usage(format_time(now_dt)[:10]), "all_days": self.store.usage()},
         }
+
+
+
 
 
 def _time_window(query: str, now: datetime) -> tuple[float, float] | None:
@@ -606,5 +635,3 @@ def _time_window(query: str, now: datetime) -> tuple[float, float] | None:
         return None
     w = find_time_window(query, now)
     return None if w is None else (w.start.timestamp(), w.end.timestamp())
-
-

@@ -74,6 +74,16 @@ class AuxTables:
         rows = self.conn.execute(f"SELECT {','.join(_SOURCE_COLUMNS)} FROM sources WHERE content_hash = ?", (content_hash,))
         return [_source_row(r) for r in rows]
 
+    def rename_source(self, old_key: str, new_key: str, metadata: dict[str, Any] | None = None) -> int:
+        """Move a source and its memories (every status) from ``old_key`` to ``new_key``, optionally
+        replacing the source's metadata; returns the number of memories moved (a rename: nothing
+        is re-embedded)."""
+        self.conn.execute("UPDATE sources SET key = ? WHERE key = ?", (new_key, old_key))
+        if metadata is not None:
+            self.conn.execute("UPDATE sources SET metadata = ? WHERE key = ?", (json.dumps(metadata, ensure_ascii=False), new_key))
+        self.conn.execute("UPDATE memories SET source = ? WHERE source = ?", (new_key, old_key))
+        return int(self.conn.changes())
+
     def memories_by_source(self, source: str, statuses: Sequence[str] | None = ("active",)) -> list[Memory]:
         """Memories whose ``source`` column is exactly ``source`` (a document's chunks), in insert order."""
         from ._sqlite import _COLUMNS, _row_to_memory  # local: _sqlite imports this module

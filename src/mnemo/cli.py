@@ -28,7 +28,7 @@ __all__ = ["OPERATIONS", "CLIState", "command", "main", "main_group"]
 @click.option("--encrypt", is_flag=True, help="Create the store encrypted (a key file is made if no key is set).")
 def init_cmd(state: CLIState, encrypt: bool) -> None:
     """Create the store (idempotent) and report where it is."""
-    existed = os.path.exists(state.config.db)
+    existed = _store_exists(state)
     if encrypt:
         state.config.values["encrypt"] = True
     if encrypt and existed:
@@ -40,6 +40,20 @@ def init_cmd(state: CLIState, encrypt: bool) -> None:
         info = m.stats()
     info["created"] = not existed
     state.emit(info, lambda: _render.init(info))
+
+
+def _store_exists(state: CLIState) -> bool:
+    """Whether the configured store is already there: its file, or a database with mnemo's schema."""
+    from ._backends import is_url
+    from .errors import StoreMissingError
+
+    if not is_url(state.config.db):
+        return os.path.exists(state.config.db)
+    try:
+        with state.open(create=False):
+            return True
+    except StoreMissingError:
+        return False
 
 
 @command("encrypt")
@@ -447,7 +461,7 @@ def demo_cmd(state: CLIState, keep: bool) -> None:
 
 
 # Feature command modules register themselves on import (capture, ingest, assistants).
-from . import _cli_assist, _cli_capture, _cli_ingest  # noqa: E402,F401
+from . import _cli_assist, _cli_capture, _cli_ingest, _cli_team  # noqa: E402,F401
 
 # ---------------------------------------------------------------- entry point
 

@@ -5,14 +5,17 @@ one line on stderr and a non-zero exit code, the MCP server into a tool error::
 
     MnemoError
      ├── InvalidInputError        bad content, type, importance, time, filter…
-     │    └── ImportFormatError   malformed lines in an import file (with line numbers)
+     │    ├── ImportFormatError   malformed lines in an import file (with line numbers)
+     │    └── IngestError         a document, chat export or web page cannot be ingested
      ├── NotFoundError            no memory with that id
      ├── StoreError               the store cannot be used as it is
      │    ├── StoreMissingError   no store at that path (run `mnemo init`)
      │    ├── SchemaTooNewError   written by a newer mnemo
      │    ├── CorruptStoreError   not a mnemo store, or damaged
      │    ├── StoreKeyError       encrypted, and the key is missing or wrong
-     │    └── ModelMismatchError  the index was built with another embedding model
+     │    ├── ModelMismatchError  the index was built with another embedding model
+     │    ├── StoreUnreachableError  the PostgreSQL server cannot be reached
+     │    └── StorePrivilegeError    the database role lacks a privilege mnemo needs
      └── EmbedderError            the embedding model cannot load or answers wrongly
 """
 
@@ -22,6 +25,7 @@ __all__ = [
     "MnemoError",
     "InvalidInputError",
     "ImportFormatError",
+    "IngestError",
     "NotFoundError",
     "StoreError",
     "StoreMissingError",
@@ -29,6 +33,8 @@ __all__ = [
     "CorruptStoreError",
     "ModelMismatchError",
     "StoreKeyError",
+    "StoreUnreachableError",
+    "StorePrivilegeError",
     "EmbedderError",
 ]
 
@@ -93,3 +99,17 @@ class EmbedderError(MnemoError):
     """The embedding model cannot be loaded or returned unusable vectors."""
 
     exit_code = 5
+
+
+class IngestError(InvalidInputError):
+    """A file, chat export or web page cannot be ingested (unreadable, binary, too big, an
+    unknown encoding, a fetch that failed or ran out of time); an ingest run reports it per
+    document and goes on, and raises it only when nothing at all could be ingested."""
+
+
+class StoreUnreachableError(StoreError):
+    """The PostgreSQL server cannot be reached (or refused the connection)."""
+
+
+class StorePrivilegeError(StoreError):
+    """The database role lacks a privilege mnemo needs (e.g. to create the vector extension)."""
