@@ -471,10 +471,11 @@ def test_demo(cli) -> None:
     assert r.code == 0, r.err
     data = r.json()
     assert set(data) >= {"store", "saved", "searches", "stats", "export_markdown_lines"}
-    assert len(data["saved"]) == 6 and len(data["searches"]) == 4 and data["stats"]["total"] == 6
+    assert len(data["saved"]) == 6 and len(data["searches"]) == 4 and data["stats"]["total"] == 8  # + 2 captured
+    assert len(data["captured"]["detected"]) == 2 and data["context"]["tokens"] > 0
     assert not Path(data["store"]).exists()  # a throwaway store
     t = cli("demo")
-    assert t.code == 0 and "mnemo demo" in t.out and "Recall" in t.out and "Export" in t.out
+    assert t.code == 0 and all(step in t.out for step in ("mnemo demo", "Recall", "Capture", "Context", "Export"))
 
 
 # ---------------------------------------------------------------- a real process

@@ -122,7 +122,7 @@ def test_demo_runs(demo: tuple[subprocess.CompletedProcess[str], str]) -> None:
     assert "Traceback" not in p.stderr
     report = json.loads(p.stdout)
     assert len(report["saved"]) == 6 and len(report["searches"]) == 4
-    assert report["stats"]["total"] == 6 and report["stats"]["model"].startswith(model)
+    assert report["stats"]["total"] == 8 and report["stats"]["model"].startswith(model)  # 6 saved + 2 captured
     assert not Path(report["store"]).exists()
 
 
@@ -135,3 +135,6 @@ def test_demo_claims_hold(demo: tuple[subprocess.CompletedProcess[str], str]) ->
     assert found["how do I bake sourdough bread?"] == []  # unrelated: nothing comes back
     assert any("pytest" in c for c in found["testing framework preference"])  # by meaning
     assert any("GitHub Actions" in c for c in found["部署方式是什么？"])  # Chinese question, English memory
+    report = json.loads(p.stdout)
+    assert [d["type"] for d in report["captured"]["detected"]] == ["user_preference", "decision"]  # chit-chat left out
+    assert "Vue 3" in report["context"]["text"]  # the frontend decision reaches the assistant

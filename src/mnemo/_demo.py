@@ -19,6 +19,8 @@ SAMPLES: list[dict[str, Any]] = [
     {"content": "API 响应时间必须低于 200 毫秒", "type": "constraint", "scope": "project:demo", "importance": 0.9},
     {"content": "The staging database runs on port 5433, not the default 5432.", "type": "fact", "scope": "project:demo"},
 ]
+#: a message as an assistant would pass it to ``mnemo auto``: two memories in one sentence
+MESSAGE = "记住：以后都用 uv 管理依赖。项目的前端选择 Vue 3 + Vite，好的谢谢！"
 QUERIES = [
     ("what database and queue does the project use?", "English question, Chinese memory"),
     ("部署方式是什么？", "Chinese question, English memory"),
@@ -28,7 +30,8 @@ QUERIES = [
 
 
 def run_demo(*, model: str = "e5", keep: bool = False, as_json: bool = False) -> dict[str, Any]:
-    """Save, search (also across languages), explain, stats and export on a temporary store."""
+    """Save, search (also across languages), explain, capture from a message, an assistant's
+    context block, stats and export on a temporary store."""
     folder = Path(tempfile.mkdtemp(prefix="mnemo-demo-"))
     report: dict[str, Any] = {"store": str(folder / "demo.db"), "saved": [], "searches": []}
     say = (lambda *a: None) if as_json else _render.out.print
@@ -47,12 +50,21 @@ def run_demo(*, model: str = "e5", keep: bool = False, as_json: bool = False) ->
                 report["searches"].append({"query": query, "results": [h.to_dict() for h in hits]})
                 if not as_json:
                     _render.hits(hits, explain=query == QUERIES[0][0])
-            say("\n[bold]3. Stats[/] (mnemo stats)")
+            say(f"\n[bold]3. Capture[/] (mnemo auto \"{MESSAGE}\")  [dim]— found in conversation, chit-chat left out[/]")
+            captured = m.auto(MESSAGE, scope="project:demo")
+            report["captured"] = captured
+            for item in captured["detected"]:
+                say(f"   {item['type']}: {_render.escape(item['content'])}  [dim](confidence {item['confidence']:.2f})[/]")
+            say("\n[bold]4. Context[/] (mnemo context \"how should I set up the frontend?\")  [dim]— what an assistant is given[/]")
+            block = m.context("how should I set up the frontend?", top_k=3, surface="demo")
+            report["context"] = block
+            say(_render.escape(block["text"]) if block["text"] else "   (nothing relevant)")
+            say("\n[bold]5. Stats[/] (mnemo stats)")
             info = m.stats()
             report["stats"] = info
             if not as_json:
                 _render.stats(info)
-            say("\n[bold]4. Export[/] (mnemo export --format markdown)")
+            say("\n[bold]6. Export[/] (mnemo export --format markdown)")
             md = m.export_text("markdown")
             report["export_markdown_lines"] = md.count("\n")
             if not as_json:
