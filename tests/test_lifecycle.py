@@ -248,3 +248,12 @@ def test_names_count_in_both_statements_and_numbers_are_normalised() -> None:
     assert same_subject("Alice owns the billing service.", "The billing service is owned by Alice.")
     assert restates("Daily standup is at 9:30 am.", "Daily standup: 09:30.")
     assert restates("生产环境 Redis 的 maxmemory 是 16GB。", "记住：生产 Redis 的 maxmemory 设为 16 GB。")
+
+
+def test_borrowed_english_in_chinese_is_not_a_name_but_tools_are() -> None:
+    from mnemo._lifecycle import restates, same_subject
+
+    assert same_subject("不要直接往 main 分支推代码。", "记住：不要直接 push 到 main 分支。")  # "push" is borrowed English
+    assert not same_subject("我们用 pnpm 管理依赖。", "我们用 npm 管理依赖。")  # two tools: both sides name one
+    assert not restates("The payments service is written in Go.", "The payments service is written in Rust.")
+    assert restates("The payments service is written in Go.", "Note: the payments service is implemented in Go.")

@@ -94,6 +94,7 @@ class _Table:
     rules: list[_Rule]
     clause_sep: re.Pattern[str]
     min_chars: int
+    tail: re.Pattern[str]
 
 
 _TABLES: dict[str, _Table] = {}
@@ -124,6 +125,7 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
         rules=sorted(rules, key=lambda r: r.priority),
         clause_sep=rx(data.get("clause_separators") or r"(?!x)x"),
         min_chars=int(data.get("min_chars", 4)),
+        tail=rx(data.get("tail") or r"(?!x)x"),
     )
 
 
@@ -300,8 +302,8 @@ def _groups(table: _Table, text: str, s: int, e: int, *, explicit: bool) -> list
             elif pending is None:
                 pending = cs
             continue
-        if last is not None and last[2].type == rule.type:
-            last[1] = ce
+        if last is not None and (last[2].type == rule.type or table.tail.match(piece.strip(_TRIM))):
+            last[1] = ce  # same type, or a contrast tail (…，不再用 X / …, not X) that belongs to it
         else:
             groups.append([pending if pending is not None else cs, ce, rule])
         pending = None

@@ -371,8 +371,7 @@ def adds_information(old: str, new: str) -> bool:
     ``old`` lacks (and more than ``old`` has that ``new`` lacks — a paraphrase swaps words, an
     added detail only adds them). Cosine alone cannot tell "…port 8080" from "…port 8080 and
     sits behind nginx"; merging the second would lose the detail."""
-    a = set(_text.query_terms(old)[0])
-    b = set(_text.query_terms(new)[0])
+    a, b = _fact_terms(old), _fact_terms(new)  # "09:30" is not a new number after "9:30", "Note:" no new word
     extra, missing = b - a, a - b
     if any(any(ch.isdigit() for ch in t) for t in extra):
         return True
@@ -430,9 +429,12 @@ def fact_anchors(text: str, names_from: str = "") -> set[str]:
     too, so "Alice owns…" and "…owned by Alice" agree. Two statements with the same anchors and
     the same subject words are restatements; a changed number or name is a new fact."""
     anchors = {t for t in _fact_terms(text) if t[0].isdigit()}
-    names = _names(text) | (_names(names_from) if names_from else set())
+    names, loose = _names(text)
+    other, other_loose = _names(names_from) if names_from else (set(), set())
     words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
-    return anchors | (names & words)
+    if names_from and not other_loose:
+        loose = set()  # an English word borrowed into one Chinese sentence ("push 到 main") is no name
+    return anchors | ((names | other) & words) | loose
 
 
 def _fact_terms(text: str) -> set[str]:
@@ -453,19 +455,27 @@ def _fact_terms(text: str) -> set[str]:
     return out
 
 
-def _names(text: str) -> set[str]:
-    """Latin-script words that ``text`` writes as names (lowercased)."""
+def _names(text: str) -> tuple[set[str], set[str]]:
+    """Latin-script words that ``text`` writes as names (lowercased), and apart from them the
+    plain lowercase words inside Chinese text, which are names ("用 pnpm") or borrowed English
+    ("push 到 main 分支", "杭州 region") — they count only against a statement that has some too."""
     text = unicodedata.normalize("NFKC", text)  # full-width letters, not case: capitals matter here
     found = {q.strip().lower() for q in _QUOTED.findall(text)}
+    loose: set[str] = set()
     has_han = bool(_HAN.search(text))
     for match in _LATIN_WORD.finditer(text):
         word = match.group(0)
+        if word == "I" or word.lower() in _UNITS:
+            continue
         start = text[:match.start()].rstrip()
         sentence_start = not start or start[-1] in ".!?;。！？；\n"
+        # capitalised where a sentence does not start it: a name, even one spelled like a common word ("in Go")
         capitalised = any(ch.isupper() for ch in word) and not (sentence_start and word[1:].islower())
-        if (has_han or (capitalised and word.lower() not in _text._EN_STOP)) and word != "I" and word.lower() not in _UNITS:
+        if capitalised or (has_han and not word.isalpha()) or (has_han and word.lower() in _text._terms()[0]):
             found.add(word.lower())
-    return found
+        elif has_han:
+            loose.add(word.lower())
+    return found, loose
 
 
 def same_subject(old: str, new: str) -> bool:
