@@ -432,8 +432,10 @@ def fact_anchors(text: str, names_from: str = "") -> set[str]:
     names, loose = _names(text)
     other, other_loose = _names(names_from) if names_from else (set(), set())
     words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
-    if names_from and not other_loose:
-        loose = set()  # an English word borrowed into one Chinese sentence ("push 到 main") is no name
+    if names_from and not (loose - other_loose and other_loose - loose):
+        # only a swap on both sides ("用 pnpm" / "用 npm") names different things; a word that one
+        # side merely adds is English borrowed into a Chinese sentence ("push 到 main 分支")
+        loose = set()
     return anchors | ((names | other) & words) | loose
 
 
@@ -458,7 +460,8 @@ def _fact_terms(text: str) -> set[str]:
 def _names(text: str) -> tuple[set[str], set[str]]:
     """Latin-script words that ``text`` writes as names (lowercased), and apart from them the
     plain lowercase words inside Chinese text, which are names ("用 pnpm") or borrowed English
-    ("push 到 main 分支", "杭州 region") — they count only against a statement that has some too."""
+    ("push 到 main 分支", "杭州 region"): :func:`fact_anchors` counts them only when both
+    statements have one the other lacks."""
     text = unicodedata.normalize("NFKC", text)  # full-width letters, not case: capitals matter here
     found = {q.strip().lower() for q in _QUOTED.findall(text)}
     loose: set[str] = set()
