@@ -138,13 +138,16 @@ def test_the_evaluation_set_is_well_formed() -> None:
 
 def test_detector_quality_stays_above_its_floor() -> None:
     """Floors a little below the measured numbers (bench/detect.py; README of bench/): a rule
-    change that loses quality fails here. Split b is held out: the rules were not tuned on it."""
+    change that loses quality fails here. Splits a and b have both been used to write the rules
+    (a at first, b in the generalisation pass); split c was written later, blind to the rules, and
+    is never tuned on: its floor only catches a change that makes the rules worse on new text."""
     bench = _bench()
     rows = bench.load()
-    held_out = bench.evaluate([r for r in rows if r["split"] == "b"])
-    everything = bench.evaluate(rows)
-    assert held_out["precision"] >= 0.81 and held_out["recall"] >= 0.64 and held_out["type_accuracy"] >= 0.78, held_out
-    assert everything["precision"] >= 0.88 and everything["recall"] >= 0.79 and everything["type_accuracy"] >= 0.87, everything
+    for split in ("a", "b"):
+        res = bench.evaluate([r for r in rows if r["split"] == split])
+        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.96, (split, res)
+    held_out = bench.evaluate(bench.load_c())
+    assert held_out["precision"] >= 0.75 and held_out["recall"] >= 0.68 and held_out["type_accuracy"] >= 0.58, held_out
 
 
 # ---------------------------------------------------------------- conversation formats

@@ -82,6 +82,7 @@ class _Rule:
     regex: re.Pattern[str]
     strip_lead: re.Pattern[str] | None
     sentence: bool
+    whole: bool
 
 
 @dataclass
@@ -113,7 +114,8 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
     rules = [
         _Rule(type=r["type"], priority=int(r.get("priority", 9)), confidence=float(r["confidence"]),
               regex=rx("|".join(f"(?:{p})" for p in r["patterns"])),
-              strip_lead=rx(r["strip_lead"]) if r.get("strip_lead") else None, sentence=bool(r.get("sentence")))
+              strip_lead=rx(r["strip_lead"]) if r.get("strip_lead") else None, sentence=bool(r.get("sentence")),
+              whole=bool(r.get("whole")))
         for r in data.get("rule", [])
     ]
     return _Table(
@@ -273,7 +275,7 @@ def _groups(table: _Table, text: str, s: int, e: int, *, explicit: bool) -> list
     if whole is None:
         return []
     seps = [m.end() for m in table.clause_sep.finditer(sentence)]
-    if not seps:
+    if not seps or whole.whole:  # ``whole``: a marker that types the sentence (说了多少遍了，…)
         return [(s, e, whole)]
     # a sequence (先…，再…, first…, then…) whose trigger spans clauses keeps the sentence whole
     for rule in table.rules:
