@@ -169,11 +169,16 @@ def mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.
     return home
 
 
+def default_store() -> str:
+    """The store the CLI and the hooks use when no --db is given: MNEMO_DB (a database on the
+    PostgreSQL run) or memory.db in the mnemo home."""
+    return os.environ.get("MNEMO_DB") or str(Path(os.environ["MNEMO_HOME"]) / "memory.db")
+
+
 @pytest.fixture
 def default_db(mnemo_home: Path) -> str:
-    """The store the CLI uses when no --db is given: MNEMO_DB (a database on the PostgreSQL run)
-    or memory.db in the mnemo home."""
-    return os.environ.get("MNEMO_DB") or str(mnemo_home / "memory.db")
+    """:func:`default_store` as a fixture (after ``mnemo_home`` has set the environment)."""
+    return default_store()
 
 
 @pytest.fixture

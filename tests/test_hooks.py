@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from conftest import default_store
 from mnemo import Mnemo
 from mnemo._context import MARKERS
 from mnemo._project import project_scope
@@ -20,11 +21,6 @@ from mnemo._project import project_scope
 DATA = Path(__file__).parent / "data" / "hooks"
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 
-
-def default_db() -> str:
-    """The store the CLI and the hooks use without --db: MNEMO_DB (a fresh database on the
-    PostgreSQL run of the suite), else the mnemo home's file."""
-    return os.environ.get("MNEMO_DB") or str(Path(os.environ["MNEMO_HOME"]) / "memory.db")
 
 
 @pytest.fixture
@@ -38,7 +34,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     home = Path(os.environ["MNEMO_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    with Mnemo(default_db(), embedder=FakeEmbedder()) as m:
+    with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
         scope = project_scope(root)
         m.remember("We use PostgreSQL 16 for the main database", type="decision", scope=scope)
         m.remember("Never commit directly to the main branch", type="constraint", scope=scope)
@@ -50,7 +46,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def store() -> Mnemo:
     from fake_embedder import FakeEmbedder
 
-    return Mnemo(default_db(), create=False, embedder=FakeEmbedder())
+    return Mnemo(default_store(), create=False, embedder=FakeEmbedder())
 
 
 def payload(name: str, cwd: Path, transcript: Path | None = None) -> str:

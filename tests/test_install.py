@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_store
 from mnemo import InvalidInputError
 from mnemo._install import CLAUDE_EVENTS, install, uninstall
 
@@ -27,11 +28,6 @@ USER_SETTINGS = """{
 """
 CLAUDE_JSON = '{"numStartups": 12, "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": []}}, "projects": {}}'
 
-
-def default_db() -> str:
-    """The store the CLI and the hooks use without --db: MNEMO_DB (a fresh database on the
-    PostgreSQL run of the suite), else the mnemo home's file."""
-    return os.environ.get("MNEMO_DB") or str(Path(os.environ["MNEMO_HOME"]) / "memory.db")
 
 
 @pytest.fixture
@@ -164,6 +160,6 @@ def test_install_can_import_claude_md_as_project_context(home: Path, tmp_path: P
     r = cli("install", "claude-code", "--project", "--dir", str(proj), "--import-instructions", "--json")
     assert r.code == 0, r.err
     assert r.json()["imported"] == [str(proj / "CLAUDE.md")]
-    with Mnemo(default_db(), embedder=FakeEmbedder()) as m:
+    with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
         mems = m.list(scope=project_scope(proj))
     assert any("ruff" in x.content and x.type == "project_context" for x in mems)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_store
 from mnemo import Mnemo
 from mnemo._install import install
 from mnemo._project import project_scope
@@ -52,11 +53,6 @@ await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses
 console.log(JSON.stringify(out))
 """
 
-
-def default_db() -> str:
-    """The store the CLI and the hooks use without --db: MNEMO_DB (a fresh database on the
-    PostgreSQL run of the suite), else the mnemo home's file."""
-    return os.environ.get("MNEMO_DB") or str(Path(os.environ["MNEMO_HOME"]) / "memory.db")
 
 
 def _node() -> str:
@@ -106,7 +102,7 @@ def test_plugin_injects_context_once_and_captures_on_idle(project: Path) -> None
     deadline = time.monotonic() + 60
     found = []
     while time.monotonic() < deadline and not found:
-        with Mnemo(default_db(), embedder=FakeEmbedder()) as m:
+        with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
             found = [x for x in m.list(scope="all") if "Tuesdays" in x.content]
         time.sleep(0.5)
     assert found and found[0].scope == project_scope(project)
@@ -240,5 +236,5 @@ def test_real_opencode_sends_the_background_block_to_the_model(project: Path, tm
                and "Never force-push" in m for m in sent), sent
     from fake_embedder import FakeEmbedder
 
-    with Mnemo(default_db(), embedder=FakeEmbedder()) as m:
+    with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
         assert {e["surface"] for e in m.log()} <= {"opencode:session-start", "opencode:user-prompt"} and m.log()
