@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _text
-from ._models import Memory, check_content, embed_text, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
+from ._models import Memory, embed_text, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -371,7 +372,7 @@ def adds_information(old: str, new: str) -> bool:
     ``old`` lacks (and more than ``old`` has that ``new`` lacks — a paraphrase swaps words, an
     added detail only adds them). Cosine alone cannot tell "…port 8080" from "…port 8080 and
     sits behind nginx"; merging the second would lose the detail."""
-    a, b = _fact_terms(old), _fact_terms(new)  # "09:30" is not a new number after "9:30", "Note:" no new word
+    a, b = _facts(old).terms, _facts(new).terms  # "09:30" is not a new number after "9:30", "Note:" no new word
     extra, missing = b - a, a - b
     if any(any(ch.isdigit() for ch in t) for t in extra):
         return True
@@ -428,15 +429,38 @@ def fact_anchors(text: str, names_from: str = "") -> set[str]:
     written as a name in ``names_from`` (the other statement of a pair) counts as a name here
     too, so "Alice owns…" and "…owned by Alice" agree. Two statements with the same anchors and
     the same subject words are restatements; a changed number or name is a new fact."""
-    anchors = {t for t in _fact_terms(text) if t[0].isdigit()}
-    names, loose = _names(text)
-    other, other_loose = _names(names_from) if names_from else (set(), set())
-    words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
-    if names_from and not (loose - other_loose and other_loose - loose):
+    own = _facts(text)
+    other = _facts(names_from) if names_from else None
+    loose = own.loose
+    if other is not None and not (own.loose - other.loose and other.loose - own.loose):
         # only a swap on both sides ("用 pnpm" / "用 npm") names different things; a word that one
         # side merely adds is English borrowed into a Chinese sentence ("push 到 main 分支")
-        loose = set()
-    return anchors | ((names | other) & words) | loose
+        loose = frozenset()
+    names = own.names | (other.names if other is not None else frozenset())
+    return set(own.numbers | (names & own.words) | loose)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the dedup rules read from one statement, worked out once per text (:func:`_facts`)."""
+
+    terms: frozenset[str]  # search terms, numbers written one way, no units or filler
+    numbers: frozenset[str]
+    names: frozenset[str]  # Latin words it writes as names (lowercased)
+    loose: frozenset[str]  # plain lowercase Latin words inside Chinese text
+    words: frozenset[str]  # every Latin word (lowercased)
+    contrasts: frozenset[str]  # members of _CONTRASTS it mentions
+
+
+@lru_cache(maxsize=512)
+def _facts(text: str) -> _Facts:
+    """:class:`_Facts` of ``text``; cached, since a write compares one text with several neighbours
+    and each comparison reads both sides more than once."""
+    terms = _fact_terms(text)
+    names, loose = _names(text)
+    words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
+    return _Facts(frozenset(terms), frozenset(t for t in terms if t[0].isdigit()), frozenset(names), frozenset(loose),
+                  frozenset(words), frozenset(_contrast_words(text)))
 
 
 def _fact_terms(text: str) -> set[str]:
@@ -487,10 +511,18 @@ def same_subject(old: str, new: str) -> bool:
     production, frontend vs backend, Monday vs Friday). A near-repeat by cosine must pass this
     before it is merged: e5 scores "the 'clicks' topic has 6 partitions" and "the 'orders' topic
     has 6 partitions" at 0.97."""
-    if fact_anchors(old, new) != fact_anchors(new, old):
-        return False
-    a, b = _contrast_words(old), _contrast_words(new)
-    return all(not (a & group) or not (b & group) or (a & group) == (b & group) for group in _CONTRASTS)
+    return _shared_anchors(old, new) is not None
+
+
+def _shared_anchors(old: str, new: str) -> set[str] | None:
+    """The anchors both statements pin when they are about the same subject, else None."""
+    anchors = fact_anchors(old, new)
+    if anchors != fact_anchors(new, old):
+        return None
+    a, b = _facts(old).contrasts, _facts(new).contrasts
+    if any(a & group and b & group and (a & group) != (b & group) for group in _CONTRASTS):
+        return None
+    return anchors
 
 
 def _contrast_words(text: str) -> set[str]:
@@ -502,14 +534,15 @@ def _contrast_words(text: str) -> set[str]:
 def restates(old: str, new: str) -> bool:
     """Whether ``new`` says what ``old`` says in other words: the same non-empty anchors (see
     :func:`fact_anchors`), words swapped rather than added (a paraphrase replaces words; a new
-    detail only adds them, and "…, also for locks" after "Redis for caching" is new), and at most
-    one more new word than dropped ones; numbers alone must come with a shared subject word. Used below the near-repeat cosine, where similarity
-    alone cannot tell a rewording from a new fact about the same thing."""
-    a = fact_anchors(old, new)
-    if not a or not same_subject(old, new):
+    detail only adds them, and "…, also for locks" after "Redis for caching" is new), and at
+    most one more new word than dropped ones; numbers alone must come with a shared subject
+    word. Used below the near-repeat cosine, where similarity alone cannot tell a rewording
+    from a new fact about the same thing."""
+    anchors = _shared_anchors(old, new)
+    if not anchors:
         return False
-    old_terms, new_terms = _fact_terms(old), _fact_terms(new)
-    if all(x[0].isdigit() for x in a) and not (old_terms & new_terms) - a:
+    old_terms, new_terms = _facts(old).terms, _facts(new).terms
+    if all(x[0].isdigit() for x in anchors) and not (old_terms & new_terms) - anchors:
         return False  # only a number in common ("10 o'clock" vs "10 seconds"): no shared subject
     extra, missing = new_terms - old_terms, old_terms - new_terms
     if extra and not missing:
