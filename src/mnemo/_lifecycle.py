@@ -386,7 +386,6 @@ _ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年",
 _EN_NUMBERS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
 _EN_NUMBERS.update({"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100})
 _LEADING_NUMBER = re.compile(r"^\d+(?:\.\d+)?")
-_HAN = re.compile(r"[\u3400-\u9fff]")
 _QUOTED = re.compile(r"['\"`‘“「『]([^'\"`’”」』\n]{1,40})['\"`’”」』]")
 #: words that name one of several parallel things: two statements that differ in them are about
 #: different subjects ("the staging database…" vs "the production database…"), never repeats
@@ -471,7 +470,7 @@ def _fact_terms(text: str) -> set[str]:
         if term in _UNITS or term in _FILLER:
             continue
         number = _LEADING_NUMBER.match(term)
-        zh = _zh_number(term) if _HAN.search(term) else None
+        zh = _zh_number(term) if _text.has_han(term) else None
         if number:
             out.add(number.group(0).lstrip("0") or "0")
         elif term in _EN_NUMBERS:
@@ -489,7 +488,7 @@ def _names(text: str) -> tuple[set[str], set[str]]:
     text = unicodedata.normalize("NFKC", text)  # full-width letters, not case: capitals matter here
     found = {q.strip().lower() for q in _QUOTED.findall(text)}
     loose: set[str] = set()
-    has_han = bool(_HAN.search(text))
+    has_han = _text.has_han(text)
     for match in _LATIN_WORD.finditer(text):
         word = match.group(0)
         if word == "I" or word.lower() in _UNITS:

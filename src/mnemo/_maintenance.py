@@ -172,8 +172,7 @@ class MaintenanceOps:
     def _embed_texts(self: "Mnemo", rows: Sequence[tuple[int, str]]) -> dict[int, str]:
         """``pk → the text a memory is embedded and indexed as``: its content, after the title and
         heading prefix of an ingested chunk (kept in its metadata)."""
-        prefixed = {pk for pk, _ in rows}
-        mems = self.store.get_many_by_pk(list(prefixed))
+        mems = self.store.get_many_by_pk([pk for pk, _ in rows])
         return {pk: embed_text(mems[pk]) if pk in mems else content for pk, content in rows}
 
     def reindex(self: "Mnemo", *, fts: bool = True, progress: Progress = _noop, batch_size: int = 64) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from datetime import date
 from functools import lru_cache
 from typing import Callable, Iterable, Iterator, Mapping
 
+from ._text import has_han
+
 DETECTORS: tuple[str, ...] = (
     "private", "pem", "jwt", "api_key", "aws_key", "github_token", "slack_token", "google_key",
     "conn_string", "assignment", "email", "cn_id", "iban", "bank_card", "cn_mobile", "cn_landline",
@@ -38,7 +40,6 @@ _PLACEHOLDERS: dict[str, tuple[str, str]] = {  # kind -> (English, Chinese); eve
 }
 
 _A = re.ASCII  # \d and \w must not match Han or full-width digits, or "电话13800138000" never matches
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Full-width digits/letters (typed with a Chinese IME) are mapped 1:1 to ASCII before scanning;
 # the mapping keeps every offset, so spans still point into the original text.
 _FULLWIDTH = re.compile(r"[\uff10-\uff19\uff21-\uff3a\uff41-\uff5a]")
@@ -418,7 +419,7 @@ class Redactor:
         kept.append(text[pos:])
         # Chinese placeholders when the text that stays is Chinese (a Han word inside a removed
         # <private> span should not decide the language of the rest).
-        zh = any(_HAN.search(k) for k in kept)
+        zh = any(has_han(k) for k in kept)
         findings = tuple(Finding(n, s, e, self._placeholders[zh][n]) for s, e, n in taken)
         return Redacted("".join(k + f.placeholder for k, f in zip(kept, findings)) + kept[-1], findings)
 
