@@ -166,12 +166,11 @@ class AuxTables:
         row = self.conn.execute("SELECT state, owner, updated_at FROM jobs WHERE key = ?", (key,)).fetchone()
         if row is not None and row[0] == "running" and row[1] != owner and row[2] >= stale_before:
             return False
-        progress = "{}" if row is None else None
-        if progress is None:
+        if row is None:
+            self.conn.execute("INSERT INTO jobs (key, state, owner, progress, updated_at) VALUES (?, 'running', ?, '{}', ?)",
+                              (key, owner, at))
+        else:  # a finished, failed or abandoned run: take it over, keeping its progress
             self.conn.execute("UPDATE jobs SET state = 'running', owner = ?, updated_at = ? WHERE key = ?", (owner, at, key))
-        else:
-            self.conn.execute("INSERT INTO jobs (key, state, owner, progress, updated_at) VALUES (?, 'running', ?, ?, ?)",
-                              (key, owner, progress, at))
         return True
 
     def update_job(self, key: str, *, state: str, at: str, progress: dict[str, Any] | None = None) -> None:
