@@ -566,9 +566,9 @@ def _verdict(relation: str, close: list[tuple[Memory, float]]) -> Decision:
     if relation.startswith("unavailable"):
         return Decision("related", old, cos, f"judge {relation}; rules decided", related=close)
     if relation == "duplicate":
-        return Decision("merged", old, cos, "LLM judge: duplicate", verdict=relation)
+        return Decision("merged", old, cos, "LLM judge: duplicate")
     if relation == "conflicting":
-        return Decision("superseded", old, cos, "LLM judge: conflicting", verdict=relation)
+        return Decision("superseded", old, cos, "LLM judge: conflicting")
     if relation == "different":
-        return Decision("created", None, cos, "LLM judge: different", verdict=relation)
-    return Decision("related", old, cos, "LLM judge: related", related=close, verdict="related")
+        return Decision("created", None, cos, "LLM judge: different")
+    return Decision("related", old, cos, "LLM judge: related", related=close)
