@@ -96,9 +96,25 @@ class PgDatabases:
     def close(self) -> None:
         if self.conn.broken or self.conn.closed:
             self.reopen()
-        for name in self.names:
-            self.conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        self.conn.close()
+        try:
+            for name in self.names:
+                self._drop(name)
+        finally:
+            self.conn.close()
+
+    def _drop(self, name: str) -> None:
+        import psycopg
+
+        # a backend that is just starting or ending in the database (autovacuum, a CLI
+        # subprocess's connection) can make one attempt fail; a few tries ride that out
+        for attempt in range(5):
+            try:
+                self.conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                return
+            except psycopg.errors.ObjectInUse:
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
 
 @pytest.fixture
