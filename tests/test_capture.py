@@ -19,6 +19,7 @@ from fake_embedder import FakeEmbedder
 from mnemo import Mnemo
 from mnemo._capture import strip_private
 from mnemo._detect import detect, split_sentences
+from mnemo._models import MEMORY_TYPES
 from mnemo._transcript import parse
 from mnemo.errors import InvalidInputError
 
@@ -110,6 +111,46 @@ def test_rules_are_data_tables_per_language() -> None:
                                                       "feedback", "workflow", "entity"}
 
 
+def test_pasted_output_is_not_a_statement() -> None:
+    trace = ('Traceback (most recent call last):\n  File "train.py", line 88, in <module>\n    loss.backward()\n'
+             "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.69 GiB total capacity)")
+    assert found(trace) == []
+    log = "2024-05-12 03:14:07 ERROR [worker-3] Task failed: must retry 3 times\n$ kubectl get pods\nI prefer tabs over spaces."
+    hits = detect(log)
+    assert [(d.type, d.content) for d in hits] == [("user_preference", "I prefer tabs over spaces")]
+    assert log[hits[0].start:hits[0].end] == hits[0].content  # spans still point into the original
+
+
+def test_a_reaction_and_the_instruction_after_it_are_one_feedback() -> None:
+    text = "You keep wrapping everything in try/except. Stop that — let exceptions propagate unless there's a real recovery path."
+    assert found(text) == [("feedback", text.rstrip("."))]
+    # an imperative with no trigger of its own counts after a reaction, and not otherwise
+    after = "You guessed the schema again instead of asking. If the requirements are vague, ask me a clarifying question first."
+    assert [t for t, _ in found(after)] == ["feedback"]
+    assert found("If the requirements are vague, ask me a clarifying question first.") == []
+    # a reaction that already says what to do next time leaves the next sentence alone
+    zh = "你上次生成的建表 SQL 没给外键加索引，以后注意。我们 DBA 规定所有外键必须有索引。"
+    assert [t for t, _ in found(zh)] == ["feedback", "constraint"]
+    assert found("Which Django version does the project use again? Check the requirements.") == []
+
+
+def test_fact_is_the_leftover_type() -> None:
+    assert [t for t, _ in found("Our staging server is at staging.acme-internal.net.")] == ["project_context"]
+    assert [t for t, _ in found("线上是两台 4C8G 的阿里云 ECS，前面挂了一个 SLB。")] == ["project_context"]
+    assert [t for t, _ in found("I'm on a Windows laptop with WSL2.")] == ["fact"]
+
+
+def test_a_transient_clause_drops_only_itself() -> None:
+    text = "我们的 Android 端还是 minSdk 21，所以 Compose 暂时用不了，别推荐那些只支持新版本的库。"
+    assert ("constraint", "别推荐那些只支持新版本的库") in found(text)  # before, the whole sentence was dropped
+    assert "用不了" not in "".join(c for _, c in found(text))
+    assert found("如果你们决定迁到 Go，可以先从无状态的服务开始。") == []  # the opening clause still decides
+
+
+def test_an_announced_decision_types_what_follows() -> None:
+    assert found("评审会上已经拍板了，v2 接口不做向后兼容，老客户端强制升级。") == [("decision", "v2 接口不做向后兼容，老客户端强制升级")]
+
+
 def test_strip_private() -> None:
     assert strip_private("a <private>secret</private> b <PRIVATE x=1>more</private>c") == "a  b c"
     assert strip_private("keep <private>unclosed to the end") == "keep "
@@ -124,30 +165,36 @@ def _bench():
     return mod
 
 
-def test_the_evaluation_set_is_well_formed() -> None:
-    rows = _bench().load()
-    assert len(rows) >= 300
+@pytest.mark.parametrize("split", ["ab", "c", "d"])
+def test_the_evaluation_sets_are_well_formed(split: str) -> None:
+    bench = _bench()
+    rows = {"ab": bench.load, "c": bench.load_c, "d": bench.load_d}[split]()
+    assert len(rows) >= (300 if split != "c" else 200)
     langs = {lang: sum(r["lang"] == lang for r in rows) for lang in ("zh", "en")}
     assert min(langs.values()) >= 0.4 * len(rows)
     assert sum(not r["expected"] for r in rows) >= 60  # chit-chat and tricky negatives
+    assert len({r["id"] for r in rows}) == len(rows)
     for r in rows:
-        assert r["split"] in ("a", "b")
+        assert r["split"] in (("a", "b") if split == "ab" else (split,))
         for e in r["expected"]:
             assert e["content"] in r["text"], r["id"]
+            assert e["type"] in MEMORY_TYPES and e.get("alt", e["type"]) in MEMORY_TYPES, r["id"]
 
 
 def test_detector_quality_stays_above_its_floor() -> None:
     """Floors a little below the measured numbers (bench/detect.py; README of bench/): a rule
-    change that loses quality fails here. Splits a and b have both been used to write the rules
-    (a at first, b in the generalisation pass); split c was written later, blind to the rules, and
-    is never tuned on: its floor only catches a change that makes the rules worse on new text."""
+    change that loses quality fails here. Splits a, b and c have been used to write the rules;
+    split d was written later, blind to the rules and to a, b and c, and is never tuned on: its
+    floor only catches a change that makes the rules worse on new text."""
     bench = _bench()
     rows = bench.load()
     for split in ("a", "b"):
         res = bench.evaluate([r for r in rows if r["split"] == split])
-        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.96, (split, res)
-    held_out = bench.evaluate(bench.load_c())
-    assert held_out["precision"] >= 0.75 and held_out["recall"] >= 0.68 and held_out["type_accuracy"] >= 0.58, held_out
+        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.9, (split, res)
+    tuned_c = bench.evaluate(bench.load_c())
+    assert tuned_c["precision"] >= 0.88 and tuned_c["recall"] >= 0.82 and tuned_c["type_accuracy"] >= 0.7, tuned_c
+    held_out = bench.evaluate(bench.load_d())
+    assert held_out["precision"] >= 0.84 and held_out["recall"] >= 0.65 and held_out["type_accuracy"] >= 0.62, held_out
 
 
 # ---------------------------------------------------------------- conversation formats

@@ -7,7 +7,8 @@ with the English one.
 
 How a message is read:
 
-1. Code blocks are blanked out (code is not a statement) and the text is split into sentences
+1. Code blocks and pasted output (log lines, tracebacks, shell and REPL lines) are blanked out:
+   they are not statements. The text is split into sentences
    on Chinese and English end punctuation and line breaks; abbreviations (``e.g.``), decimals
    and versions (``v1.2``) do not end a sentence.
 2. Chit-chat (好的 / thanks …) is dropped; an explicit instruction (记住 / from now on …) is
@@ -16,7 +17,11 @@ How a message is read:
 3. The sentence is split into clauses (``，`` / ``, we …``); each clause gets the type of its
    strongest trigger. Consecutive clauses of one type stay together, untyped clauses join their
    neighbour, and a change of type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek →
-   a ``project_context`` and a ``decision``.
+   a ``project_context`` and a ``decision``. A negative later clause drops only itself.
+4. ``fact`` is the leftover type (``docs/capture.md``): a fact whose subject is a server, a
+   schedule or a limit is retyped by the table's ``retype`` entries.
+5. A sentence that reacts to the assistant's work (``reaction``: 你上次… / You keep…) and the
+   instruction in the sentence after it become one ``feedback`` memory.
 
 Every detection is a verbatim span of the input, so callers can show where it came from.
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._text import DATA, has_han
@@ -45,6 +50,19 @@ ASSISTANT_FACTOR = 0.75
 MAX_SENTENCE_CHARS = 400
 
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
+#: a line of pasted program output: a timestamped or levelled log line, a traceback or stack
+#: frame, an exception line, a shell or REPL prompt. Language-neutral, so it lives here.
+_OUTPUT_LINE = re.compile(
+    r"^[ \t]*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
+    r"|\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC)\b[\]:]?\s"
+    r"|Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w$.<>]+\(.*\)\s*$"
+    r"|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt)\b(?:\(.*\))?:"
+    r"|[$#%] \S|>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:"
+    r"|npm (?:ERR|WARN)!|error(?:\[E\d+\])?: |warning: |fatal: |panic: |Caused by: )[^\n]*",
+    re.M,
+)
+#: an indented line right after a line of output (a traceback's source line, a stack frame)
+_OUTPUT_CONT = re.compile(r"\n[ \t]+\S[^\n]*")
 # English ";" joins related clauses (a clause separator, not a sentence end); Chinese "；" ends one
 _BOUNDARY = re.compile(r"[。！？；…]+[”’」』\"')）]*|[!?！？]+|\.+(?=\s|$)|\n+")
 _ABBREV = {"e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "no", "fig", "approx", "cf", "st", "jr", "sr", "inc", "ltd", "co", "al"}
@@ -96,6 +114,10 @@ class _Table:
     clause_sep: re.Pattern[str]
     min_chars: int
     tail: re.Pattern[str]
+    reaction: re.Pattern[str]
+    instruction: re.Pattern[str]
+    future: re.Pattern[str]
+    retype: list[tuple[str, str, re.Pattern[str]]]  # (from type, to type, subject pattern)
 
 
 _TABLES: dict[str, _Table] = {}
@@ -128,6 +150,10 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
         clause_sep=rx(data.get("clause_separators") or r"(?!x)x"),
         min_chars=int(data.get("min_chars", 4)),
         tail=rx(data.get("tail") or r"(?!x)x"),
+        reaction=rx("|".join(f"(?:{p})" for p in data.get("reaction", [])) or r"(?!x)x"),
+        instruction=rx("|".join(f"(?:{p})" for p in data.get("instruction", [])) or r"(?!x)x"),
+        future=rx(data.get("future") or r"(?!x)x"),
+        retype=[(r["from"], r["type"], rx("|".join(f"(?:{p})" for p in r["patterns"]))) for r in data.get("retype", [])],
     )
 
 
@@ -191,24 +217,97 @@ def _negative(table: _Table, text: str) -> bool:
     return any(n.search(text) for n in table.negatives)
 
 
+def _negative_sentence(table: _Table, sentence: str) -> bool:
+    """Whether a whole sentence is not a statement: its opening clause is negative (a question
+    word, 如果…, a one-off request: patterns anchored at the start, which may look ahead), or a
+    pattern anchored at its end fits (…吗, a ``?``). A
+    negative later clause (…，所以 Compose 暂时用不了，…) drops only that clause, in ``_groups``."""
+    first = table.clause_sep.search(sentence)
+    head = sentence[:first.start()] if first else sentence
+    return any(n.search(sentence) if n.pattern.startswith("^") or n.pattern.endswith("$") else n.search(head)
+               for n in table.negatives)
+
+
 def detect(text: str, *, role: str = "user") -> list[Detection]:
     """The memories worth keeping in one message (``role`` ``user`` or ``assistant``: the
     assistant's own words get a lower confidence)."""
     if not text or not text.strip():
         return []
-    if "```" in text:  # blank code out, keeping offsets so spans still point into ``text``
-        text = _CODE_BLOCK.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    text = _blank_code(text)
     factor = ASSISTANT_FACTOR if role == "assistant" else 1.0
     out: list[Detection] = []
+    reaction: list[Detection] | None = None  # the previous sentence reacted to the assistant's work
     for s, e in split_sentences(text):
         mark = _LIST_MARK.match(text[s:e])
         if mark:
             s += mark.end()
         if e - s > MAX_SENTENCE_CHARS or e - s < 2:
+            reaction = None
             continue
-        out.extend(_sentence(text, s, e, factor))
+        found = _sentence(text, s, e, factor)
+        if reaction is not None:
+            found = _after_reaction(text, s, e, found, reaction, out, factor)
+        table = _table("zh" if has_han(text[s:e]) else "en")
+        sentence = text[s:e]
+        reacts = not sentence.rstrip().endswith(("?", "？")) and (
+            any(d.type == "feedback" for d in found) or bool(table.reaction.search(sentence)))
+        if reacts and not any(d.type == "feedback" for d in found):
+            found = [replace(d, type="feedback", rule=f"{d.lang}:reaction") for d in found]
+        out.extend(found)
+        # a reaction that already says what to do next time (…，以后注意) needs nothing after it
+        reaction = found if reacts and not table.future.search(sentence) else None
     seen: set[str] = set()
     return [d for d in out if not (d.content in seen or seen.add(d.content))]  # type: ignore[func-returns-value]
+
+
+#: memory types an instruction can have; after a reaction to the assistant's work it is feedback
+_INSTRUCTION_TYPES = ("user_preference", "constraint", "workflow", "feedback")
+
+
+def _after_reaction(text: str, s: int, e: int, found: list[Detection], reaction: list[Detection],
+                    out: list[Detection], factor: float) -> list[Detection]:
+    """The sentence after a reaction to the assistant's work (你上次… / You keep…): an
+    instruction in it is the feedback that reaction gives, saved as one memory with it, as
+    ``docs/capture.md`` defines feedback. An imperative with no trigger of its own counts too
+    (…. If the requirements are vague, ask me first)."""
+    table = _table("zh" if has_han(text[s:e]) else "en")
+    if not found:
+        ts, te = _strip_fillers(table, text, s, e)
+        if not table.instruction.search(text[ts:te]):
+            return found
+        found = [Detection(content=text[ts:te], type="feedback", confidence=round(0.75 * factor, 3),
+                           importance=DEFAULT_IMPORTANCE, explicit=False, rule=f"{table.lang}:reaction",
+                           lang=table.lang, start=ts, end=te)]
+    first = found[0]
+    if first.type not in _INSTRUCTION_TYPES:
+        return found
+    merged = first
+    if reaction and reaction[-1] is out[-1]:  # the reaction's own memory and the instruction become one
+        before = out.pop()
+        merged = replace(first, content=text[before.start:first.end], start=before.start,
+                         confidence=max(before.confidence, first.confidence), explicit=before.explicit or first.explicit,
+                         importance=max(before.importance, first.importance))
+    return [replace(merged, type="feedback", rule=f"{first.lang}:reaction")] + found[1:]
+
+
+def _blank(piece: str) -> str:
+    return re.sub(r"[^\n]", " ", piece)
+
+
+def _blank_code(text: str) -> str:
+    """``text`` with code blocks and pasted output replaced by spaces (offsets are kept, so the
+    spans of what is detected still point into the original)."""
+    if "```" in text:
+        text = _CODE_BLOCK.sub(lambda m: _blank(m.group()), text)
+    out = []
+    last = 0
+    for m in _OUTPUT_LINE.finditer(text):
+        end = m.end()
+        while (cont := _OUTPUT_CONT.match(text, end)) is not None:  # indented lines that follow
+            end = cont.end()
+        out += [text[last:m.start()], _blank(text[m.start():end])]
+        last = end
+    return "".join(out) + text[last:] if out else text
 
 
 def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
@@ -231,7 +330,7 @@ def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
         s, e = _trim(text, s, e)
     if s >= e:
         return []
-    if (explicit_type is None and _negative(table, text[s:e])) or sentence.rstrip().endswith(("?", "？")):
+    if (explicit_type is None and _negative_sentence(table, text[s:e])) or sentence.rstrip().endswith(("?", "？")):
         return []  # a question stays a question even with "remember" in it
     groups = _groups(table, text, s, e, explicit=explicit_type is not None)
     if not groups and explicit_type is not None:
@@ -250,13 +349,23 @@ def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
         conf = rule.confidence if rule is not None else 0.7
         if explicit_type is not None:
             conf = max(conf, 0.85)
+        mtype = _retype(table, rule.type, content) if rule is not None else explicit_type or "note"
         out.append(Detection(
-            content=content, type=rule.type if rule is not None else explicit_type or "note",
+            content=content, type=mtype,
             confidence=round(conf * factor, 3), importance=EXPLICIT_IMPORTANCE if explicit_type else DEFAULT_IMPORTANCE,
             explicit=explicit_type is not None, rule=f"{table.lang}:{rule.type if rule else 'explicit'}", lang=table.lang,
             start=gs, end=ge,
         ))
     return out
+
+
+def _retype(table: _Table, mtype: str, content: str) -> str:
+    """``mtype``, or the more telling type the table's ``retype`` entries give ``content``:
+    ``fact`` is the leftover type, so a fact about servers is ``project_context``."""
+    for source, target, pattern in table.retype:
+        if source == mtype and pattern.search(content):
+            return target
+    return mtype
 
 
 def _strip_fillers(table: _Table, text: str, s: int, e: int) -> tuple[int, int]:
