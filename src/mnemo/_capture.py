@@ -54,14 +54,28 @@ MAX_INPUT_CHARS = 2_000_000
 #: a running extraction not heard from for this long is taken to have died
 STALE_AFTER = timedelta(minutes=10)
 
+#: the types as docs/capture.md defines them, in its order: the first that applies wins
+TYPE_GUIDE = (
+    "feedback: a reaction to something the assistant did, with the instruction it gives for the future; "
+    "decision: a choice that was made (chose, switched to, standardized on); "
+    "goal: an outcome wanted in the future; "
+    "constraint: a hard rule or limit from the project, team, platform, law or environment; "
+    "user_preference: how the user likes things done (style, format, language, tools), even as always/never; "
+    "workflow: how something is done (steps, procedure, routine, schedule, who to ask before what); "
+    "entity: who or what a named person, project, service, team or vendor is; "
+    "project_context: the project as it is (purpose, users, stack, architecture, infrastructure, data); "
+    "fact: any other durable fact, e.g. about the user (background, machine, time zone, accessibility)"
+)
+
 EXTRACT_SYSTEM = (
     "You read a conversation between a user and an AI assistant and pick out what is worth remembering in "
-    "future sessions: the user's preferences, project context, decisions, constraints, goals, feedback on the "
-    "assistant's work, workflows, entities (people, tools, project names, versions, dates) and durable facts. "
-    "Leave out chit-chat, acknowledgements, questions, hypotheticals, one-off requests and transient steps. Each "
-    "memory is one short self-contained statement, written in the language of the conversation. Answer with a "
+    "future sessions. Leave out chit-chat, acknowledgements, questions, hypotheticals, one-off requests, "
+    "transient steps, verdicts on the current answer alone, pasted logs and code, and the assistant explaining "
+    "general knowledge. Each memory is one short self-contained statement, written in the language of the "
+    "conversation. Types, in order (when several fit, the first wins): " + TYPE_GUIDE + ". Answer with a "
     'JSON object {"memories": [{"content": "...", "type": T, "confidence": C, "tags": ["..."], "speaker": S}]} '
-    f"where T is one of {', '.join(MEMORY_TYPES)}; C is 0..1; S is \"user\" or \"assistant\" (who said it). "
+    f"where T is one of {', '.join(t for t in MEMORY_TYPES if t != 'note')}; C is 0..1; S is \"user\" or "
+    '"assistant" (who said it). '
     'Answer {"memories": []} when nothing is worth remembering.'
 )
 
