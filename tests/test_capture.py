@@ -151,6 +151,22 @@ def test_an_announced_decision_types_what_follows() -> None:
     assert found("评审会上已经拍板了，v2 接口不做向后兼容，老客户端强制升级。") == [("decision", "v2 接口不做向后兼容，老客户端强制升级")]
 
 
+def test_the_assistant_explaining_things_in_general_is_not_remembered() -> None:
+    assert found("TCP 三次握手是为了确认双方的收发能力都正常，所以必须三次。", role="assistant") == []
+    assert found("A Bloom filter never gives false negatives, so it must sit in front of the disk lookup.", role="assistant") == []
+    # the same kind of sentence about this user's project is kept
+    kept = found("Noted: your Bloom filter must sit in front of the disk lookup.", role="assistant")
+    assert [t for t, _ in kept] == ["constraint"]
+
+
+def test_near_ties_go_by_the_guides_order_of_types() -> None:
+    from mnemo._detect import PRECEDENCE
+
+    assert set(PRECEDENCE) == set(MEMORY_TYPES) - {"note"}
+    # "decided" and "must" fire equally strongly: a decision comes before a constraint
+    assert found("We decided that every service must export traces with OpenTelemetry.")[0][0] == "decision"
+
+
 def test_strip_private() -> None:
     assert strip_private("a <private>secret</private> b <PRIVATE x=1>more</private>c") == "a  b c"
     assert strip_private("keep <private>unclosed to the end") == "keep "
@@ -165,10 +181,10 @@ def _bench():
     return mod
 
 
-@pytest.mark.parametrize("split", ["ab", "c", "d"])
+@pytest.mark.parametrize("split", ["ab", "c", "d", "e"])
 def test_the_evaluation_sets_are_well_formed(split: str) -> None:
     bench = _bench()
-    rows = {"ab": bench.load, "c": bench.load_c, "d": bench.load_d}[split]()
+    rows = {"ab": bench.load, "c": bench.load_c, "d": bench.load_d, "e": bench.load_e}[split]()
     assert len(rows) >= (300 if split != "c" else 200)
     langs = {lang: sum(r["lang"] == lang for r in rows) for lang in ("zh", "en")}
     assert min(langs.values()) >= 0.4 * len(rows)
@@ -183,18 +199,18 @@ def test_the_evaluation_sets_are_well_formed(split: str) -> None:
 
 def test_detector_quality_stays_above_its_floor() -> None:
     """Floors a little below the measured numbers (bench/detect.py; README of bench/): a rule
-    change that loses quality fails here. Splits a, b and c have been used to write the rules;
-    split d was written later, blind to the rules and to a, b and c, and is never tuned on: its
-    floor only catches a change that makes the rules worse on new text."""
+    change that loses quality fails here. Splits a to d have been used to write the rules; split
+    e was written later, blind to the rules and to a to d, and is never tuned on: its floor only
+    catches a change that makes the rules worse on new text."""
     bench = _bench()
     rows = bench.load()
     for split in ("a", "b"):
         res = bench.evaluate([r for r in rows if r["split"] == split])
         assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.9, (split, res)
-    tuned_c = bench.evaluate(bench.load_c())
-    assert tuned_c["precision"] >= 0.88 and tuned_c["recall"] >= 0.82 and tuned_c["type_accuracy"] >= 0.7, tuned_c
-    held_out = bench.evaluate(bench.load_d())
-    assert held_out["precision"] >= 0.84 and held_out["recall"] >= 0.65 and held_out["type_accuracy"] >= 0.62, held_out
+    floors = {"c": (bench.load_c, 0.9, 0.84, 0.73), "d": (bench.load_d, 0.88, 0.77, 0.69), "e": (bench.load_e, 0.84, 0.67, 0.7)}
+    for split, (load, precision, recall, type_accuracy) in floors.items():
+        res = bench.evaluate(load())
+        assert res["precision"] >= precision and res["recall"] >= recall and res["type_accuracy"] >= type_accuracy, (split, res)
 
 
 # ---------------------------------------------------------------- conversation formats

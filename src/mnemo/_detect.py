@@ -15,7 +15,7 @@ How a message is read:
    noted and its words removed; otherwise a sentence matching a negative pattern (a question, a
    hypothetical, a one-off request, a transient step) is dropped.
 3. The sentence is split into clauses (``，`` / ``, we …``); each clause gets the type of its
-   strongest trigger. Consecutive clauses of one type stay together, untyped clauses join their
+   strongest trigger (near-ties go by the guide's order of types, ``PRECEDENCE``). Consecutive clauses of one type stay together, untyped clauses join their
    neighbour, and a change of type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek →
    a ``project_context`` and a ``decision``. A negative later clause drops only itself.
 4. ``fact`` is the leftover type (``docs/capture.md``): a fact whose subject is a server, a
@@ -117,6 +117,8 @@ class _Table:
     reaction: re.Pattern[str]
     instruction: re.Pattern[str]
     future: re.Pattern[str]
+    grounding: re.Pattern[str]
+    by_confidence: list[_Rule]
     retype: list[tuple[str, str, re.Pattern[str]]]  # (from type, to type, subject pattern)
 
 
@@ -147,12 +149,14 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
         negatives=[rx(p) for p in data.get("negatives", [])],
         explicit=[(rx(e["pattern"]), e.get("type", "note")) for e in data.get("explicit", [])],
         rules=sorted(rules, key=lambda r: r.priority),
+        by_confidence=sorted(rules, key=lambda r: (-r.confidence, r.priority)),
         clause_sep=rx(data.get("clause_separators") or r"(?!x)x"),
         min_chars=int(data.get("min_chars", 4)),
         tail=rx(data.get("tail") or r"(?!x)x"),
         reaction=rx("|".join(f"(?:{p})" for p in data.get("reaction", [])) or r"(?!x)x"),
         instruction=rx("|".join(f"(?:{p})" for p in data.get("instruction", [])) or r"(?!x)x"),
         future=rx(data.get("future") or r"(?!x)x"),
+        grounding=rx("|".join(f"(?:{p})" for p in data.get("assistant_grounding", [])) or r"(?!x)x"),
         retype=[(r["from"], r["type"], rx("|".join(f"(?:{p})" for p in r["patterns"]))) for r in data.get("retype", [])],
     )
 
@@ -205,12 +209,24 @@ def _trim(text: str, s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
+#: docs/capture.md's order of the types: when a statement fits several, the first wins
+PRECEDENCE = ("feedback", "decision", "goal", "constraint", "user_preference", "workflow", "entity", "project_context", "fact")
+#: triggers this close to the strongest one count as fitting too; the guide's order decides
+PRECEDENCE_MARGIN = 0.05
+
+
 def _best(table: _Table, text: str) -> _Rule | None:
-    best: _Rule | None = None
-    for rule in table.rules:
-        if (best is None or rule.confidence > best.confidence) and rule.regex.search(text):
-            best = rule
-    return best
+    """The rule that types ``text``: among the triggers that fire, those within
+    ``PRECEDENCE_MARGIN`` of the strongest, the type first in ``PRECEDENCE``."""
+    close: list[_Rule] = []
+    for rule in table.by_confidence:  # strongest first: stop once the rest cannot come close
+        if close and rule.confidence < close[0].confidence - PRECEDENCE_MARGIN:
+            break
+        if rule.regex.search(text):
+            close.append(rule)
+    if not close:
+        return None
+    return min(close, key=lambda r: (PRECEDENCE.index(r.type) if r.type in PRECEDENCE else len(PRECEDENCE), -r.confidence))
 
 
 def _negative(table: _Table, text: str) -> bool:
@@ -234,6 +250,8 @@ def detect(text: str, *, role: str = "user") -> list[Detection]:
     if not text or not text.strip():
         return []
     text = _blank_code(text)
+    if role == "assistant" and not any(_table(lang).grounding.search(text) for lang in ("zh", "en")):
+        return []  # the assistant explaining something in general (how TCP works), not about this user
     factor = ASSISTANT_FACTOR if role == "assistant" else 1.0
     out: list[Detection] = []
     reaction: list[Detection] | None = None  # the previous sentence reacted to the assistant's work
@@ -255,7 +273,8 @@ def detect(text: str, *, role: str = "user") -> list[Detection]:
             found = [replace(d, type="feedback", rule=f"{d.lang}:reaction") for d in found]
         out.extend(found)
         # a reaction that already says what to do next time (…，以后注意) needs nothing after it
-        reaction = found if reacts and not table.future.search(sentence) else None
+        complete = table.future.search(sentence) or any(d.rule.endswith("+instruction") for d in found)
+        reaction = found if reacts and not complete else None
     seen: set[str] = set()
     return [d for d in out if not (d.content in seen or seen.add(d.content))]  # type: ignore[func-returns-value]
 
@@ -284,10 +303,11 @@ def _after_reaction(text: str, s: int, e: int, found: list[Detection], reaction:
     merged = first
     if reaction and reaction[-1] is out[-1]:  # the reaction's own memory and the instruction become one
         before = out.pop()
-        merged = replace(first, content=text[before.start:first.end], start=before.start,
+        merged = replace(first, content=text[before.start:first.end], start=before.start, rule=f"{first.lang}:reaction+instruction",
                          confidence=max(before.confidence, first.confidence), explicit=before.explicit or first.explicit,
                          importance=max(before.importance, first.importance))
-    return [replace(merged, type="feedback", rule=f"{first.lang}:reaction")] + found[1:]
+    rule = merged.rule if merged is not first else f"{first.lang}:reaction"
+    return [replace(merged, type="feedback", rule=rule)] + found[1:]
 
 
 def _blank(piece: str) -> str:
@@ -356,6 +376,11 @@ def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
             explicit=explicit_type is not None, rule=f"{table.lang}:{rule.type if rule else 'explicit'}", lang=table.lang,
             start=gs, end=ge,
         ))
+    if len(out) >= 2 and out[1].type in _INSTRUCTION_TYPES and table.reaction.search(out[0].content):
+        # 你刚才又把 key 硬编码了，以后密钥一律从环境变量读: the reaction and its instruction are one feedback
+        first, second = out[0], out[1]
+        out[:2] = [replace(second, content=text[first.start:second.end], start=first.start, type="feedback",
+                           rule=f"{table.lang}:reaction+instruction", confidence=max(first.confidence, second.confidence))]
     return out
 
 
