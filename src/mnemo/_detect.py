@@ -51,14 +51,18 @@ MAX_SENTENCE_CHARS = 400
 
 _CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)", re.S)
 #: a line of pasted program output: a timestamped or levelled log line, a traceback or stack
-#: frame, an exception line, a shell or REPL prompt. Language-neutral, so it lives here.
+#: frame, an exception line, a shell or REPL prompt, pip's progress, a row of a table that a
+#: command printed (four or more columns apart by runs of spaces). Language-neutral, so it lives here.
 _OUTPUT_LINE = re.compile(
-    r"^[ \t]*(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"
+    r"^[ \t]*(?:\[?\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}"
     r"|\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL|PANIC)\b[\]:]?\s"
     r"|Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|at [\w$.<>]+\(.*\)\s*$"
     r"|(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Warning|Interrupt)\b(?:\(.*\))?:"
     r"|[$#%] \S|>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:"
-    r"|npm (?:ERR|WARN)!|error(?:\[E\d+\])?: |warning: |fatal: |panic: |Caused by: )[^\n]*",
+    r"|npm (?:ERR|WARN)!|error(?:\[E\d+\])?: |warning: |fatal: |panic: |Caused by: "
+    r"|(?:Collecting|Downloading|Installing collected packages|Successfully installed|Requirement already satisfied"
+    r"|Using cached|Building wheels?) "
+    r"|\S+(?: \S+)*(?: {2,}\S+(?: \S+)*){3,}[ \t]*$)[^\n]*",
     re.M,
 )
 #: an indented line right after a line of output (a traceback's source line, a stack frame)
