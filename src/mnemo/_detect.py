@@ -11,9 +11,12 @@ How a message is read:
    they are not statements. The text is split into sentences
    on Chinese and English end punctuation and line breaks; abbreviations (``e.g.``), decimals
    and versions (``v1.2``) do not end a sentence.
-2. Chit-chat (好的 / thanks …) is dropped; an explicit instruction (记住 / from now on …) is
-   noted and its words removed; otherwise a sentence matching a negative pattern (a question, a
-   hypothetical, a one-off request, a transient step) is dropped.
+2. The assistant's words count only in a message about this user or project, or that
+   acknowledges or commits to something (``assistant_grounding``). Chit-chat (好的 / thanks …) is
+   dropped; an explicit instruction (记住 / from now on …) is noted and its words removed;
+   otherwise a sentence whose opening matches a negative pattern (a question, a hypothetical, a
+   transient step) is dropped. A one-off request (``requests``: 帮我… / show me …) drops only
+   its own clause.
 3. The sentence is split into clauses (``，`` / ``, we …``); each clause gets the type of its
    strongest trigger (near-ties go by the guide's order of types, ``PRECEDENCE``). Consecutive clauses of one type stay together, untyped clauses join their
    neighbour, and a change of type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek →
@@ -61,7 +64,7 @@ _OUTPUT_LINE = re.compile(
     r"|[$#%] \S|>>> |\.\.\. |In \[\d+\]:|Out\[\d+\]:"
     r"|npm (?:ERR|WARN)!|error(?:\[E\d+\])?: |warning: |fatal: |panic: |Caused by: "
     r"|(?:Collecting|Downloading|Installing collected packages|Successfully installed|Requirement already satisfied"
-    r"|Using cached|Building wheels?) "
+    r"|Using cached|Building wheels?) |commit [0-9a-f]{7,40}\b|(?:Author|Date|Merge):[ \t]"
     r"|\S+(?: \S+)*(?: {2,}\S+(?: \S+)*){3,}[ \t]*$)[^\n]*",
     re.M,
 )
@@ -113,6 +116,7 @@ class _Table:
     chitchat: frozenset[str]
     fillers: re.Pattern[str]
     negatives: list[re.Pattern[str]]
+    requests: list[re.Pattern[str]]
     explicit: list[tuple[re.Pattern[str], str]]
     rules: list[_Rule]
     clause_sep: re.Pattern[str]
@@ -151,6 +155,7 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
         chitchat=frozenset(_norm(c) for c in data.get("chitchat", [])),
         fillers=rx(data.get("fillers") or r"(?!x)x"),
         negatives=[rx(p) for p in data.get("negatives", [])],
+        requests=[rx(p) for p in data.get("requests", [])],
         explicit=[(rx(e["pattern"]), e.get("type", "note")) for e in data.get("explicit", [])],
         rules=sorted(rules, key=lambda r: r.priority),
         by_confidence=sorted(rules, key=lambda r: (-r.confidence, r.priority)),
@@ -234,16 +239,19 @@ def _best(table: _Table, text: str) -> _Rule | None:
 
 
 def _negative(table: _Table, text: str) -> bool:
-    return any(n.search(text) for n in table.negatives)
+    """Whether a clause is not a statement (a negative pattern, or a one-off request)."""
+    return any(n.search(text) for n in table.negatives) or any(r.search(text) for r in table.requests)
 
 
 def _negative_sentence(table: _Table, sentence: str) -> bool:
     """Whether a whole sentence is not a statement: its opening clause is negative (a question
-    word, 如果…, a one-off request: patterns anchored at the start, which may look ahead), or a
-    pattern anchored at its end fits (…吗, a ``?``). A
+    word, 如果…: patterns anchored at the start, which may look ahead), or a pattern anchored at its
+    end fits (…吗, a ``?``), or it is a one-off request and nothing more. A one-off request or a
     negative later clause (…，所以 Compose 暂时用不了，…) drops only that clause, in ``_groups``."""
     first = table.clause_sep.search(sentence)
     head = sentence[:first.start()] if first else sentence
+    if first is None and any(r.search(sentence) for r in table.requests):
+        return True  # a request with nothing else in the sentence
     return any(n.search(sentence) if n.pattern.startswith("^") or n.pattern.endswith("$") else n.search(head)
                for n in table.negatives)
 
@@ -273,6 +281,12 @@ def detect(text: str, *, role: str = "user") -> list[Detection]:
         sentence = text[s:e]
         reacts = not sentence.rstrip().endswith(("?", "？")) and (
             any(d.type == "feedback" for d in found) or bool(table.reaction.search(sentence)))
+        if reacts and not found and table.future.search(sentence):
+            # "The way you split that PR was exactly right — do it like that for future refactors"
+            fs, fe = _strip_fillers(table, text, s, e)
+            found = [Detection(content=text[fs:fe], type="feedback", confidence=round(0.75 * factor, 3),
+                               importance=DEFAULT_IMPORTANCE, explicit=False, rule=f"{table.lang}:reaction+instruction",
+                               lang=table.lang, start=fs, end=fe)]
         if reacts and not any(d.type == "feedback" for d in found):
             found = [replace(d, type="feedback", rule=f"{d.lang}:reaction") for d in found]
         out.extend(found)
