@@ -166,6 +166,17 @@ def test_deleted_file_is_archived_only_with_sync(m: Mnemo, tree: Path) -> None:
     assert m.sources(status="deleted")[0]["key"] == key
 
 
+def test_sync_of_a_deleted_folder_archives_what_was_ingested_from_it(m: Mnemo, tree: Path) -> None:
+    m.ingest([tree])
+    keys = [s["key"] for s in m.sources() if s["key"].startswith(f"file:{tree / 'en'}{os.sep}")]
+    assert keys
+    shutil.rmtree(tree / "en")
+    report = m.ingest([tree / "en"], sync=True)  # the folder itself is gone: nothing else to walk
+    assert report["archived"] >= len(keys) and all(not _chunks(m, k) for k in keys)
+    assert all(m.store.get_source(k)["status"] == "deleted" for k in keys)
+    assert _chunks(m, f"file:{tree / PERF}")  # a sibling outside the folder is untouched
+
+
 def test_rename_is_recognised_by_content_hash_without_embedding(m: Mnemo, tree: Path) -> None:
     m.ingest([tree])
     old_key = f"file:{tree / PERF}"

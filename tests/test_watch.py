@@ -97,6 +97,30 @@ def test_restart_does_not_ingest_twice_and_picks_up_what_arrived_meanwhile(tmp_p
         assert m.stats()["total"] == 2
 
 
+def test_deleting_a_file_or_folder_from_the_inbox_archives_its_chunks(tmp_path: Path) -> None:
+    inbox, db = tmp_path / "inbox", tmp_path / "store.db"
+    (inbox / "trip").mkdir(parents=True)
+    (inbox / "keep.md").write_text("# Keep\n\nthe walrus stays\n", "utf-8")
+    (inbox / "gone.md").write_text("# Gone\n\nthe narwhal leaves\n", "utf-8")
+    (inbox / "trip" / "plan.md").write_text("# Plan\n\npack the platypus\n", "utf-8")
+    with watching(db, inbox, debounce=0.1) as events:
+        wait_for(lambda: searchable(db, "narwhal") and searchable(db, "platypus"))
+        (inbox / "gone.md").unlink()
+        wait_for(lambda: not searchable(db, "narwhal"))
+        for f in (inbox / "trip").iterdir():
+            f.unlink()
+        (inbox / "trip").rmdir()
+        wait_for(lambda: not searchable(db, "platypus"))
+        (inbox / "gone.md").write_text("# Gone\n\nthe narwhal leaves\n", "utf-8")  # it comes back
+        wait_for(lambda: searchable(db, "narwhal"))
+    assert searchable(db, "walrus")
+    archived = [e for e in events if e.get("action") == "archived"]
+    assert "gone.md" in {Path(e["path"]).name for e in archived} and events[-1]["report"]["archived"] == 2
+    with Mnemo(db, embedder=FakeEmbedder()) as m:  # archived, not deleted: the history says why
+        (mem,) = m.store.memories_by_source(f"file:{inbox / 'trip' / 'plan.md'}", ("archived",))
+        assert [e["kind"] for e in m.history(mem.id)][-1] == "archived"
+
+
 def test_move_processed_moves_the_file_and_its_source(tmp_path: Path) -> None:
     inbox, db = tmp_path / "inbox", tmp_path / "store.db"
     inbox.mkdir()

@@ -124,7 +124,8 @@ def watch_cmd(state: CLIState, folder: str, move_processed: bool, debounce: floa
     """Watch FOLDER (an inbox) and ingest files as they appear or change, until Ctrl-C.
 
     Files already there are ingested first (unchanged ones are skipped, so a restart does not
-    ingest twice); a bad file is reported and watching goes on. With --json, one JSON line per
+    ingest twice); a bad file is reported and watching goes on; a file or folder deleted from
+    FOLDER has its chunks archived (as ingest --sync does). With --json, one JSON line per
     processed file, then the totals."""
     opts = _ingest_options(state, chunk_chars, None, tags, "note", (), exclude)
 
@@ -142,4 +143,5 @@ def watch_cmd(state: CLIState, folder: str, move_processed: bool, debounce: floa
             _render.err.print(f"watching {folder} (Ctrl-C to stop)")
         report = m.watch(folder, debounce=debounce, move_processed=move_processed, on_result=show, scope=scope, **opts)
     state.emit(report, lambda: _render.line(
-        f"stopped: {report['processed']} processed, {report['unchanged']} unchanged, {report['errors']} errors"))
+        f"stopped: {report['processed']} processed, {report['unchanged']} unchanged, {report['archived']} chunks archived, "
+        f"{report['errors']} errors"))

@@ -308,7 +308,8 @@ class IngestOps:
                 self.store.rename_source(old_key, new_key, meta)
 
     def _sync_deleted(self: "Mnemo", roots: list[Path], gone: list[Path], run: "_Run") -> None:
-        """Archive the chunks of sources whose files are gone from the folders (or paths) given."""
+        """Archive the chunks of sources whose files are gone from the folders (or paths, files or
+        folders, given that no longer exist)."""
         candidates: dict[str, dict[str, Any]] = {}
         for root in roots:
             for kind in ("file:", "chat:"):
@@ -318,6 +319,9 @@ class IngestOps:
             for kind in ("file:", "chat:"):
                 src = self.store.get_source(kind + str(path))
                 if src is not None and src["status"] == "active":
+                    candidates[src["key"]] = src
+                # a deleted folder: every file that was ingested from under it
+                for src in self.store.list_sources(status="active", prefix=kind + str(path) + os.sep):
                     candidates[src["key"]] = src
         for key, src in candidates.items():
             if os.path.lexists(key.split(":", 1)[1]):

@@ -7,6 +7,8 @@ events, a copy of a large file many). Everything is ingested through ``Mnemo.ing
 startup scan finds unchanged files and skips them (no double ingestion). A bad file is
 reported and the watch goes on. With ``move_processed`` a file that was ingested is moved to
 ``processed/`` inside the folder and its source follows it (a rename, nothing re-embedded).
+A file (or folder) deleted from the inbox has its chunks archived, as ``ingest --sync`` does;
+they come back if the file does.
 """
 
 from __future__ import annotations
@@ -53,18 +55,23 @@ def watch_folder(
     if not 0 <= debounce <= 60:
         raise InvalidInputError("debounce must be between 0 and 60 seconds")
     stop = stop or threading.Event()
-    report = {"folder": str(root), "processed": 0, "unchanged": 0, "errors": 0, "moved": 0}
+    report = {"folder": str(root), "processed": 0, "unchanged": 0, "errors": 0, "moved": 0, "archived": 0}
     emit = on_result or (lambda r: None)
     pending: dict[str, float] = {}
+    gone: dict[str, float] = {}
     lock = threading.Lock()
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
+            now = time.monotonic()
+            if event.event_type in ("deleted", "moved"):  # what was at the old path may be gone
+                with lock:
+                    gone[os.fsdecode(event.src_path)] = now
             if event.is_directory or event.event_type not in ("created", "modified", "moved", "closed"):
                 return
             path = os.fsdecode(getattr(event, "dest_path", "") or event.src_path)
             with lock:
-                pending[path] = time.monotonic()
+                pending[path] = now
 
     exclude = tuple(ingest_opts.pop("exclude", ())) + ((PROCESSED,) if move_processed else ())
     opts = dict(ingest_opts, exclude=exclude)
@@ -84,10 +91,16 @@ def watch_folder(
                 ready = sorted(p for p, t in pending.items() if now - t >= debounce)
                 for p in ready:
                     del pending[p]
+                removed = sorted(p for p, t in gone.items() if now - t >= debounce)
+                for p in removed:
+                    del gone[p]
             for p in ready:
                 path = Path(p)
                 if _wanted(root, path, move_processed):
                     _process(m, root, path, move_processed, opts, report, emit)
+            for p in removed:
+                if not os.path.lexists(p):
+                    _archive(m, Path(p), report, emit)
     except KeyboardInterrupt:
         pass
     finally:
@@ -135,6 +148,20 @@ def _process(m: "Mnemo", root: Path, path: Path, move_processed: bool, opts: dic
         entry["moved_to"] = str(_move(m, root, path, src["key"]))
         report["moved"] += 1
     emit(entry)
+
+
+def _archive(m: "Mnemo", path: Path, report: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+    """Archive the chunks of a file or folder that left the inbox (nothing, if none was ingested
+    from there: an editor's temporary file, or a file the inbox itself moved to ``processed/``)."""
+    try:
+        result = m.ingest([str(path)], sync=True)
+    except MnemoError as exc:
+        report["errors"] += 1
+        emit({"path": str(path), "error": str(exc)})
+        return
+    if result["archived"]:
+        report["archived"] += result["archived"]
+        emit({"path": str(path), "action": "archived", "chunks": result["archived"]})
 
 
 def _move(m: "Mnemo", root: Path, path: Path, key: str) -> Path:
