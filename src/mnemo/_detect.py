@@ -18,13 +18,14 @@ How a message is read:
    transient step) is dropped. A one-off request (``requests``: 帮我… / show me …) drops only
    its own clause.
 3. The sentence is split into clauses (``，`` / ``, we …``); each clause gets the type of its
-   strongest trigger (near-ties go by the guide's order of types, ``PRECEDENCE``). Consecutive clauses of one type stay together, untyped clauses join their
-   neighbour, and a change of type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek →
-   a ``project_context`` and a ``decision``. A negative later clause drops only itself.
+   strongest trigger (near-ties go by the guide's order of types, ``PRECEDENCE``). Consecutive
+   clauses of one type stay together, untyped clauses join their neighbour, and a change of
+   type starts a new memory: 项目使用 FastAPI，架构选择 DeepSeek → a ``project_context`` and a
+   ``decision``. A negative later clause drops only itself.
 4. ``fact`` is the leftover type (``docs/capture.md``): a fact whose subject is a server, a
    schedule or a limit is retyped by the table's ``retype`` entries.
-5. A sentence that reacts to the assistant's work (``reaction``: 你上次… / You keep…) and the
-   instruction in the sentence after it become one ``feedback`` memory.
+5. A clause or sentence that reacts to the assistant's work (``reaction``: 你上次… / You keep…)
+   and the instruction with it (in the same sentence or the next) become one ``feedback`` memory.
 
 Every detection is a verbatim span of the input, so callers can show where it came from.
 """
@@ -116,6 +117,8 @@ class _Table:
     chitchat: frozenset[str]
     fillers: re.Pattern[str]
     negatives: list[re.Pattern[str]]
+    whole_negatives: list[re.Pattern[str]]
+    head_negatives: list[re.Pattern[str]]
     requests: list[re.Pattern[str]]
     explicit: list[tuple[re.Pattern[str], str]]
     rules: list[_Rule]
@@ -130,6 +133,8 @@ class _Table:
     retype: list[tuple[str, str, re.Pattern[str]]]  # (from type, to type, subject pattern)
 
 
+#: a pattern that never matches (a table without that entry)
+_NEVER = r"(?!x)x"
 _TABLES: dict[str, _Table] = {}
 _LOAD_LOCK = threading.Lock()
 
@@ -143,9 +148,15 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
         except re.error as exc:
             raise ValueError(f"{source}: bad pattern {pattern!r}: {exc}") from None
 
+    def any_of(patterns: list[str]) -> re.Pattern[str]:
+        """One regex matching any of ``patterns`` (one that never matches for none)."""
+        return rx("|".join(f"(?:{p})" for p in patterns) or _NEVER)
+
+    negatives = [rx(p) for p in data.get("negatives", [])]
+
     rules = [
         _Rule(type=r["type"], priority=int(r.get("priority", 9)), confidence=float(r["confidence"]),
-              regex=rx("|".join(f"(?:{p})" for p in r["patterns"])),
+              regex=any_of(r["patterns"]),
               strip_lead=rx(r["strip_lead"]) if r.get("strip_lead") else None, sentence=bool(r.get("sentence")),
               whole=bool(r.get("whole")))
         for r in data.get("rule", [])
@@ -153,20 +164,23 @@ def _compile(data: dict[str, Any], source: str) -> _Table:
     return _Table(
         lang=data["lang"],
         chitchat=frozenset(_norm(c) for c in data.get("chitchat", [])),
-        fillers=rx(data.get("fillers") or r"(?!x)x"),
-        negatives=[rx(p) for p in data.get("negatives", [])],
+        fillers=rx(data.get("fillers") or _NEVER),
+        negatives=negatives,
+        # anchored ones read the whole sentence (their lookaheads may reach past the first clause)
+        whole_negatives=[n for n in negatives if n.pattern.startswith("^") or n.pattern.endswith("$")],
+        head_negatives=[n for n in negatives if not (n.pattern.startswith("^") or n.pattern.endswith("$"))],
         requests=[rx(p) for p in data.get("requests", [])],
         explicit=[(rx(e["pattern"]), e.get("type", "note")) for e in data.get("explicit", [])],
         rules=sorted(rules, key=lambda r: r.priority),
         by_confidence=sorted(rules, key=lambda r: (-r.confidence, r.priority)),
-        clause_sep=rx(data.get("clause_separators") or r"(?!x)x"),
+        clause_sep=rx(data.get("clause_separators") or _NEVER),
         min_chars=int(data.get("min_chars", 4)),
-        tail=rx(data.get("tail") or r"(?!x)x"),
-        reaction=rx("|".join(f"(?:{p})" for p in data.get("reaction", [])) or r"(?!x)x"),
-        instruction=rx("|".join(f"(?:{p})" for p in data.get("instruction", [])) or r"(?!x)x"),
-        future=rx(data.get("future") or r"(?!x)x"),
-        grounding=rx("|".join(f"(?:{p})" for p in data.get("assistant_grounding", [])) or r"(?!x)x"),
-        retype=[(r["from"], r["type"], rx("|".join(f"(?:{p})" for p in r["patterns"]))) for r in data.get("retype", [])],
+        tail=rx(data.get("tail") or _NEVER),
+        reaction=any_of(data.get("reaction", [])),
+        instruction=any_of(data.get("instruction", [])),
+        future=rx(data.get("future") or _NEVER),
+        grounding=any_of(data.get("assistant_grounding", [])),
+        retype=[(r["from"], r["type"], any_of(r["patterns"])) for r in data.get("retype", [])],
     )
 
 
@@ -180,6 +194,11 @@ def _table(lang: str) -> _Table:
                 table = _compile(tomllib.loads(path.read_text("utf-8")), str(path))
                 _TABLES[lang] = table
     return table
+
+
+def _table_for(text: str) -> _Table:
+    """The Chinese table for text with Han characters, else the English one."""
+    return _table("zh" if has_han(text) else "en")
 
 
 def _norm(text: str) -> str:
@@ -252,8 +271,7 @@ def _negative_sentence(table: _Table, sentence: str) -> bool:
     head = sentence[:first.start()] if first else sentence
     if first is None and any(r.search(sentence) for r in table.requests):
         return True  # a request with nothing else in the sentence
-    return any(n.search(sentence) if n.pattern.startswith("^") or n.pattern.endswith("$") else n.search(head)
-               for n in table.negatives)
+    return any(n.search(sentence) for n in table.whole_negatives) or any(n.search(head) for n in table.head_negatives)
 
 
 def detect(text: str, *, role: str = "user") -> list[Detection]:
@@ -277,16 +295,13 @@ def detect(text: str, *, role: str = "user") -> list[Detection]:
         found = _sentence(text, s, e, factor)
         if reaction is not None:
             found = _after_reaction(text, s, e, found, reaction, out, factor)
-        table = _table("zh" if has_han(text[s:e]) else "en")
         sentence = text[s:e]
+        table = _table_for(sentence)
         reacts = not sentence.rstrip().endswith(("?", "？")) and (
             any(d.type == "feedback" for d in found) or bool(table.reaction.search(sentence)))
         if reacts and not found and table.future.search(sentence):
             # "The way you split that PR was exactly right — do it like that for future refactors"
-            fs, fe = _strip_fillers(table, text, s, e)
-            found = [Detection(content=text[fs:fe], type="feedback", confidence=round(0.75 * factor, 3),
-                               importance=DEFAULT_IMPORTANCE, explicit=False, rule=f"{table.lang}:reaction+instruction",
-                               lang=table.lang, start=fs, end=fe)]
+            found = [_sentence_feedback(table, text, s, e, factor, "reaction+instruction")]
         if reacts and not any(d.type == "feedback" for d in found):
             found = [replace(d, type="feedback", rule=f"{d.lang}:reaction") for d in found]
         out.extend(found)
@@ -307,25 +322,32 @@ def _after_reaction(text: str, s: int, e: int, found: list[Detection], reaction:
     instruction in it is the feedback that reaction gives, saved as one memory with it, as
     ``docs/capture.md`` defines feedback. An imperative with no trigger of its own counts too
     (…. If the requirements are vague, ask me first)."""
-    table = _table("zh" if has_han(text[s:e]) else "en")
+    table = _table_for(text[s:e])
     if not found:
-        ts, te = _strip_fillers(table, text, s, e)
-        if not table.instruction.search(text[ts:te]):
+        whole = _sentence_feedback(table, text, s, e, factor, "reaction")
+        if not table.instruction.search(whole.content):
             return found
-        found = [Detection(content=text[ts:te], type="feedback", confidence=round(0.75 * factor, 3),
-                           importance=DEFAULT_IMPORTANCE, explicit=False, rule=f"{table.lang}:reaction",
-                           lang=table.lang, start=ts, end=te)]
+        found = [whole]
     first = found[0]
     if first.type not in _INSTRUCTION_TYPES:
         return found
-    merged = first
     if reaction and reaction[-1] is out[-1]:  # the reaction's own memory and the instruction become one
-        before = out.pop()
-        merged = replace(first, content=text[before.start:first.end], start=before.start, rule=f"{first.lang}:reaction+instruction",
-                         confidence=max(before.confidence, first.confidence), explicit=before.explicit or first.explicit,
-                         importance=max(before.importance, first.importance))
-    rule = merged.rule if merged is not first else f"{first.lang}:reaction"
-    return [replace(merged, type="feedback", rule=rule)] + found[1:]
+        return [_merge_feedback(text, out.pop(), first)] + found[1:]
+    return [replace(first, type="feedback", rule=f"{first.lang}:reaction")] + found[1:]
+
+
+def _sentence_feedback(table: _Table, text: str, s: int, e: int, factor: float, rule: str) -> Detection:
+    """The sentence ``text[s:e]`` (without its fillers) as one feedback memory."""
+    fs, fe = _strip_fillers(table, text, s, e)
+    return Detection(content=text[fs:fe], type="feedback", confidence=round(0.75 * factor, 3), importance=DEFAULT_IMPORTANCE,
+                     explicit=False, rule=f"{table.lang}:{rule}", lang=table.lang, start=fs, end=fe)
+
+
+def _merge_feedback(text: str, reaction: Detection, instruction: Detection) -> Detection:
+    """A reaction to the assistant's work and the instruction after it, as one feedback memory."""
+    return replace(instruction, content=text[reaction.start:instruction.end], start=reaction.start, type="feedback",
+                   rule=f"{instruction.lang}:reaction+instruction", confidence=max(reaction.confidence, instruction.confidence),
+                   explicit=reaction.explicit or instruction.explicit, importance=max(reaction.importance, instruction.importance))
 
 
 def _blank(piece: str) -> str:
@@ -350,7 +372,7 @@ def _blank_code(text: str) -> str:
 
 def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
     sentence = text[s:e]
-    table = _table("zh" if has_han(sentence) else "en")
+    table = _table_for(sentence)
     if _norm(sentence) in table.chitchat:
         return []
     s, e = _strip_fillers(table, text, s, e)
@@ -396,9 +418,7 @@ def _sentence(text: str, s: int, e: int, factor: float) -> list[Detection]:
         ))
     if len(out) >= 2 and out[1].type in _INSTRUCTION_TYPES and table.reaction.search(out[0].content):
         # 你刚才又把 key 硬编码了，以后密钥一律从环境变量读: the reaction and its instruction are one feedback
-        first, second = out[0], out[1]
-        out[:2] = [replace(second, content=text[first.start:second.end], start=first.start, type="feedback",
-                           rule=f"{table.lang}:reaction+instruction", confidence=max(first.confidence, second.confidence))]
+        out[:2] = [_merge_feedback(text, out[0], out[1])]
     return out
 
 
