@@ -88,12 +88,7 @@ def watch_folder(
             stop.wait(poll)
             now = time.monotonic()
             with lock:
-                ready = sorted(p for p, t in pending.items() if now - t >= debounce)
-                for p in ready:
-                    del pending[p]
-                removed = sorted(p for p, t in gone.items() if now - t >= debounce)
-                for p in removed:
-                    del gone[p]
+                ready, removed = _settled(pending, now - debounce), _settled(gone, now - debounce)
             for p in ready:
                 path = Path(p)
                 if _wanted(root, path, move_processed):
@@ -107,6 +102,14 @@ def watch_folder(
         observer.stop()
         observer.join(timeout=5)
     return report
+
+
+def _settled(events: dict[str, float], before: float) -> list[str]:
+    """Take out of ``events`` the paths no event has touched since ``before``, in order."""
+    out = sorted(p for p, t in events.items() if t <= before)
+    for p in out:
+        del events[p]
+    return out
 
 
 def _startup_files(root: Path, move_processed: bool) -> list[Path]:
