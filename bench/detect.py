@@ -40,13 +40,10 @@ sys.path.insert(0, str(ROOT / "src"))
 from mnemo._detect import detect  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "capture_eval.jsonl"
-DATA_C = ROOT / "tests" / "data" / "capture_eval_c.jsonl"
-DATA_D = ROOT / "tests" / "data" / "capture_eval_d.jsonl"
-DATA_E = ROOT / "tests" / "data" / "capture_eval_e.jsonl"
-DATA_F = ROOT / "tests" / "data" / "capture_eval_f.jsonl"
-DATA_G = ROOT / "tests" / "data" / "capture_eval_g.jsonl"
-DATA_H = ROOT / "tests" / "data" / "capture_eval_h.jsonl"
-DATA_I = ROOT / "tests" / "data" / "capture_eval_i.jsonl"
+#: splits a and b share ``DATA``; every later split has a file of its own, in the order written
+LATER_SPLITS = ("c", "d", "e", "f", "g", "h", "i")
+#: the newest split, which no pass has been tuned on; each earlier one was held out for one pass
+HELD_OUT = LATER_SPLITS[-1]
 #: share of the shorter span two spans must share to count as the same memory
 OVERLAP = 0.5
 TARGETS = {"precision": 0.9, "recall": 0.7, "type_accuracy": 0.8, "median_ms": 1.0}
@@ -130,50 +127,27 @@ def latency(rows: list[dict[str, Any]], runs: int = 5) -> dict[str, float]:
     return {"median_ms": round(statistics.median(times), 4), "p95_ms": round(times[int(0.95 * (len(times) - 1))], 4)}
 
 
-def load_c() -> list[dict[str, Any]]:
-    """Split c (tuned on since the third pass)."""
-    return [dict(r, split="c") for r in load(DATA_C)]
+def load_split(key: str) -> list[dict[str, Any]]:
+    """The utterances of split ``key`` (``a`` to ``i``)."""
+    if key in ("a", "b"):
+        return [r for r in load() if r["split"] == key]
+    return [dict(r, split=key) for r in load(DATA.with_name(f"capture_eval_{key}.jsonl"))]
 
 
-def load_d() -> list[dict[str, Any]]:
-    """Split d (held out for the third pass, tuned on since the fourth)."""
-    return [dict(r, split="d") for r in load(DATA_D)]
+def load_all() -> list[dict[str, Any]]:
+    """Every split."""
+    return load() + [r for key in LATER_SPLITS for r in load_split(key)]
 
 
-def load_e() -> list[dict[str, Any]]:
-    """Split e (held out for the fourth pass, tuned on since the fifth)."""
-    return [dict(r, split="e") for r in load(DATA_E)]
-
-
-def load_f() -> list[dict[str, Any]]:
-    """Split f (held out for the fifth pass, tuned on since the sixth)."""
-    return [dict(r, split="f") for r in load(DATA_F)]
-
-
-def load_g() -> list[dict[str, Any]]:
-    """Split g (held out for the sixth pass, tuned on since the seventh)."""
-    return [dict(r, split="g") for r in load(DATA_G)]
-
-
-def load_h() -> list[dict[str, Any]]:
-    """Split h (held out for the seventh pass, tuned on since the eighth)."""
-    return [dict(r, split="h") for r in load(DATA_H)]
-
-
-def load_i() -> list[dict[str, Any]]:
-    """Split i, the held-out set."""
-    return [dict(r, split="i") for r in load(DATA_I)]
-
-
-SPLITS = {"a": "a (tuned on)", "b": "b (tuned on)", "c": "c (tuned on)", "d": "d (tuned on)", "e": "e (tuned on)",
-          "f": "f (tuned on)", "g": "g (tuned on)", "h": "h (tuned on)", "i": "i (held out)"}
+SPLITS = {key: f"{key} ({'held out' if key == HELD_OUT else 'tuned on'})" for key in ("a", "b", *LATER_SPLITS)}
+TUNED = f"a to {LATER_SPLITS[-2]}"
 
 
 def report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Scores per split, for the tuned-on splits together, and the latency."""
     out: dict[str, Any] = {}
     parts = [(name, [r for r in rows if r["split"] == key]) for key, name in SPLITS.items()]
-    parts.append(("a to h", [r for r in rows if r["split"] != "i"]))
+    parts.append((TUNED, [r for r in rows if r["split"] != HELD_OUT]))
     for name, part in parts:
         if not part:
             continue
@@ -201,15 +175,15 @@ def _table(res: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--errors", choices=[*SPLITS, "all"], help="list the errors of this split (all: a to h)")
+    ap.add_argument("--errors", choices=[*SPLITS, "all"], help="list the errors of this split (all: the tuned-on splits together)")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
     args = ap.parse_args()
-    res = report(load() + load_c() + load_d() + load_e() + load_f() + load_g() + load_h() + load_i())
+    res = report(load_all())
     print(_table(res))
     print(f"\ntargets: precision ≥ {TARGETS['precision']}, recall ≥ {TARGETS['recall']}, "
           f"type accuracy ≥ {TARGETS['type_accuracy']}, median ≤ {TARGETS['median_ms']} ms")
     if args.errors:
-        key = SPLITS.get(args.errors, "a to h")
+        key = SPLITS.get(args.errors, TUNED)
         for e in res.get(key, {"errors": []})["errors"]:
             print(f"{e['id']:8} {e['kind']:11} {e.get('expected', '-'):16} {e.get('got', '-'):16} {e['content']!r}  ← {e['text']!r}")
     if args.json:
