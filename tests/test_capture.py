@@ -29,10 +29,11 @@ ISSUE_EXAMPLE = "项目使用 FastAPI + PostgreSQL，架构选择 DeepSeek V4 Fl
 
 
 def found(text: str, role: str = "user") -> list[tuple[str, str]]:
-    return [(d.type, d.content) for d in detect(text, role=role)]
+    """What the rules alone find (the trained second stage has its own tests in test_detect_model.py)."""
+    return [(d.type, d.content) for d in detect(text, role=role, second_stage=False)]
 
 
-# ---------------------------------------------------------------- the rule detector
+# ---------------------------------------------------------------- the rule detector (first stage)
 
 def test_the_issue_example_exactly() -> None:
     assert found(ISSUE_EXAMPLE) == [("project_context", "项目使用 FastAPI + PostgreSQL"), ("decision", "选择 DeepSeek V4 Flash 作为 LLM")]
@@ -81,8 +82,8 @@ def test_explicit_instructions_save_with_high_importance_and_lose_their_words() 
 
 
 def test_the_assistants_words_get_a_lower_confidence() -> None:
-    (user,) = detect("We decided to go with Postgres.", role="user")
-    (bot,) = detect("We decided to go with Postgres.", role="assistant")
+    (user,) = detect("We decided to go with Postgres.", role="user", second_stage=False)
+    (bot,) = detect("We decided to go with Postgres.", role="assistant", second_stage=False)
     assert bot.confidence < user.confidence
 
 
@@ -181,7 +182,7 @@ def _bench():
     return mod
 
 
-@pytest.mark.parametrize("split", ["ab", "c", "d", "e", "f", "g", "h", "i"])
+@pytest.mark.parametrize("split", ["ab", "c", "d", "e", "f", "g", "h", "i", "p", "j", "k"])
 def test_the_evaluation_sets_are_well_formed(split: str) -> None:
     bench = _bench()
     rows = bench.load() if split == "ab" else bench.load_split(split)
@@ -197,18 +198,37 @@ def test_the_evaluation_sets_are_well_formed(split: str) -> None:
             assert e["type"] in MEMORY_TYPES and e.get("alt", e["type"]) in MEMORY_TYPES, r["id"]
 
 
-def test_detector_quality_stays_above_its_floor() -> None:
-    """Floors a little below the measured numbers (bench/detect.py; README of bench/): a rule
-    change that loses quality fails here. Splits a to h have been used to write the rules; split
-    i was written later, blind to the rules and to a to h, and is never tuned on: its floor only
-    catches a change that makes the rules worse on new text."""
+def test_the_rules_alone_stay_above_their_floor() -> None:
+    """The first stage on its own (bench/detect.py, column "rules alone"): a rule change that loses
+    quality fails here, before the second stage can hide it. Splits a to h have been used to write
+    the rules; i, p, j and k never were."""
+    bench = _bench()
+    rows = bench.load()
+    for split in ("a", "b"):
+        res = bench.evaluate([r for r in rows if r["split"] == split], second_stage=False)
+        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.9, (split, res)
+    floors = {"c": (0.89, 0.86, 0.74), "d": (0.89, 0.8, 0.73), "e": (0.89, 0.83, 0.77), "f": (0.91, 0.8, 0.77),
+              "g": (0.9, 0.86, 0.76), "h": (0.88, 0.73, 0.76), "i": (0.83, 0.74, 0.7), "p": (0.94, 0.86, 0.85),
+              "j": (0.81, 0.71, 0.69), "k": (0.82, 0.65, 0.73)}
+    assert set(floors) == set(bench.LATER_SPLITS)
+    for split, (precision, recall, type_accuracy) in floors.items():
+        res = bench.evaluate(bench.load_split(split), second_stage=False)
+        assert res["precision"] >= precision and res["recall"] >= recall and res["type_accuracy"] >= type_accuracy, (split, res)
+
+
+def test_the_detector_stays_above_its_floor() -> None:
+    """Rules and second stage together, as ``mnemo auto`` runs them. The model was trained on a to
+    i and p (so it scores high there); j and k were written blind to both stages and never trained
+    or tuned on: their floors sit a few points under what they measured when the model shipped
+    (j 0.891 / 0.791 / 0.789, k 0.905 / 0.780 / 0.807), and catch a retrained model or a rule change
+    that does worse on new text."""
     bench = _bench()
     rows = bench.load()
     for split in ("a", "b"):
         res = bench.evaluate([r for r in rows if r["split"] == split])
-        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.9, (split, res)
-    floors = {"c": (0.89, 0.86, 0.74), "d": (0.89, 0.8, 0.73), "e": (0.89, 0.83, 0.77), "f": (0.91, 0.8, 0.77),
-              "g": (0.9, 0.86, 0.76), "h": (0.88, 0.73, 0.76), "i": (0.83, 0.74, 0.7)}
+        assert res["precision"] >= 0.96 and res["recall"] >= 0.96 and res["type_accuracy"] >= 0.95, (split, res)
+    floors = {**{split: (0.92, 0.86, 0.95) for split in "cdefghi"}, "p": (0.97, 0.95, 0.95),
+              "j": (0.86, 0.76, 0.76), "k": (0.87, 0.75, 0.77)}
     assert set(floors) == set(bench.LATER_SPLITS)
     for split, (precision, recall, type_accuracy) in floors.items():
         res = bench.evaluate(bench.load_split(split))

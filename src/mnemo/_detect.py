@@ -1,6 +1,6 @@
 """The rule detector: which sentences of a message are worth remembering, and as what type.
 
-No network, no model, well under a millisecond per message. The rules are data, one table per
+No network, no download, well under a millisecond per message. The rules are data, one table per
 language (``data/capture_rules_zh.toml``, ``data/capture_rules_en.toml``), loaded and compiled
 once, on first use. A sentence with Han characters is read with the Chinese table, any other
 with the English one.
@@ -26,6 +26,12 @@ How a message is read:
    schedule or a limit is retyped by the table's ``retype`` entries.
 5. A clause or sentence that reacts to the assistant's work (``reaction``: 你上次… / You keep…)
    and the instruction with it (in the same sentence or the next) become one ``feedback`` memory.
+6. A second stage (``_detect_model``), trained on the labelled sets, reads each detection in its
+   context: it drops the ones that only look like memories (a trigger word in a sentence that
+   states nothing durable) and may change the type. It also reads the sentences no trigger
+   fired in (not the questions, negatives and chit-chat) and keeps the few it judges to be
+   memories stated without a trigger word. It never drops an explicit instruction, and is
+   skipped when its data file is missing.
 
 Every detection is a verbatim span of the input, so callers can show where it came from.
 """
@@ -38,6 +44,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import _detect_model
 from ._text import DATA, has_han
 
 if sys.version_info >= (3, 11):
@@ -274,9 +281,10 @@ def _negative_sentence(table: _Table, sentence: str) -> bool:
     return any(n.search(sentence) for n in table.whole_negatives) or any(n.search(head) for n in table.head_negatives)
 
 
-def detect(text: str, *, role: str = "user") -> list[Detection]:
+def detect(text: str, *, role: str = "user", second_stage: bool = True) -> list[Detection]:
     """The memories worth keeping in one message (``role`` ``user`` or ``assistant``: the
-    assistant's own words get a lower confidence)."""
+    assistant's own words get a lower confidence). ``second_stage`` runs what the rules found
+    through the trained model of ``_detect_model`` (drop false alarms, better types)."""
     if not text or not text.strip():
         return []
     text = _blank_code(text)
@@ -309,7 +317,50 @@ def detect(text: str, *, role: str = "user") -> list[Detection]:
         complete = table.future.search(sentence) or any(d.rule.endswith("+instruction") for d in found)
         reaction = found if reacts and not complete else None
     seen: set[str] = set()
-    return [d for d in out if not (d.content in seen or seen.add(d.content))]  # type: ignore[func-returns-value]
+    out = [d for d in out if not (d.content in seen or seen.add(d.content))]  # type: ignore[func-returns-value]
+    stage = _detect_model.model() if second_stage else None
+    return apply_model(stage, text, role, out) if stage is not None else out
+
+
+#: characters before a span searched for the reaction that would make it feedback ("You keep…. Stop that")
+REACTION_REACH = 160
+
+
+def apply_model(model: _detect_model.Model, text: str, role: str, found: list[Detection]) -> list[Detection]:
+    """The second stage on what the rules ``found`` in ``text`` (code and output already
+    blanked): drop and retype those, and add the sentences the rules found nothing in that the
+    model judges worth keeping (typed by the model, with its probability as the confidence)."""
+    def reacts(s: int, e: int) -> bool:  # the span, or what just precedes it, reacts to the assistant's work
+        return bool(_table_for(text[s:e]).reaction.search(text[max(0, s - REACTION_REACH):e]))
+
+    kept = model.apply(text, role, found, reacts)
+    factor = ASSISTANT_FACTOR if role == "assistant" else 1.0
+    for s, e, mtype, p in model.judge_sentences(text, role, len(found), untriggered(text, found)):
+        lang = _table_for(text[s:e]).lang
+        kept.append(Detection(content=text[s:e], type=mtype, confidence=round(p * factor, 3), importance=DEFAULT_IMPORTANCE,
+                              explicit=False, rule=f"{lang}:model", lang=lang, start=s, end=e))
+    return sorted(kept, key=lambda d: d.start)
+
+
+def untriggered(text: str, found: list[Detection]) -> list[tuple[int, int]]:
+    """The sentences of ``text`` (blanked) that no detection touches and that the rules did not
+    rule out (a question, chit-chat, a negative or a bare request): the second stage's
+    candidates for a memory stated without any trigger word."""
+    out = []
+    for s, e in split_sentences(text):
+        mark = _LIST_MARK.match(text[s:e])
+        if mark:
+            s += mark.end()
+        if e - s > MAX_SENTENCE_CHARS or any(d.start < e and d.end > s for d in found):
+            continue
+        sentence = text[s:e]
+        table = _table_for(sentence)
+        if sentence.rstrip().endswith(("?", "？")) or _norm(sentence) in table.chitchat:
+            continue
+        s, e = _strip_fillers(table, text, s, e)
+        if e - s >= max(2, table.min_chars) and not _negative_sentence(table, text[s:e]):
+            out.append((s, e))
+    return out
 
 
 #: memory types an instruction can have; after a reaction to the assistant's work it is feedback

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from . import _text
+from . import _detect_model, _text
 from ._models import embed_text
 from ._store import Filters
 from ._migrations import LATEST_VERSION
@@ -286,6 +286,9 @@ class MaintenanceOps:
             missing = self.store.count_missing_embeddings(name) if same else 0
             add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
         add("write-probe", *self._write_probe())
+        off = _detect_model.problem()
+        add("capture model", None if off else True, off or "the capture detector's second stage loads",
+            "reinstall mnemo; until then the capture rules decide alone")
         base_url = getattr(self.embedder, "base_url", None)
         sent = []
         if base_url:
