@@ -32,8 +32,8 @@ def auto_cmd(state: CLIState, text: tuple[str, ...], from_stdin: bool, file: str
     """Detect the memories in TEXT (or --stdin, or --file) and save them.
 
     Preferences, project context, decisions, constraints, goals, feedback, workflows and entities
-    are found by rules for Chinese and English (no network); chit-chat, questions and one-off
-    requests are not saved; "记住…" / "remember that…" / "from now on…" save with high importance.
+    are found by rules for Chinese and English, checked by a small bundled model (no network);
+    chit-chat, questions and one-off requests are not saved; "记住…" / "remember that…" / "from now on…" save with high importance.
     With --llm the configured chat endpoint extracts them instead, within the daily budgets
     (llm_max_calls_per_day, llm_max_tokens_per_day); when it cannot, the rules are used and the
     reason is shown. Memories from the assistant's own words get a lower confidence."""
