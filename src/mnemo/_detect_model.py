@@ -24,9 +24,9 @@ import re
 import threading
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,7 +46,7 @@ TYPES = ("user_preference", "project_context", "decision", "constraint", "goal",
 _WORD = re.compile(r"[a-z][a-z0-9_'+#.-]*[a-z0-9+#]|[a-z]")
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
-#: characters of context read on either side of a span
+#: characters read on either side of a span; after normalising, the nearest six are features
 CONTEXT = 12
 
 
