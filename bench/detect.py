@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,15 +91,17 @@ def match(row: dict[str, Any], found: list[Any]) -> tuple[list[tuple[dict[str, A
     return matched, [d for j, d in enumerate(found) if j not in used_d], [e for i, (e, _) in enumerate(expected) if i not in used_e]
 
 
-def evaluate(rows: list[dict[str, Any]], second_stage: bool = True) -> dict[str, Any]:
+def evaluate(rows: list[dict[str, Any]], second_stage: bool = True,
+             find: Callable[[dict[str, Any]], list[Any]] | None = None) -> dict[str, Any]:
     """Precision, recall, F1 of "worth remembering" and type accuracy over ``rows`` (with or
-    without the detector's second stage)."""
+    without the detector's second stage; ``find(row)``, when given, supplies the detections
+    instead, as ``bench/train_capture.py`` does for earlier passes of the rules)."""
     tp = fp = fn = 0
     typed: Counter[str] = Counter()
     typed_ok: Counter[str] = Counter()
     errors: list[dict[str, Any]] = []
     for row in rows:
-        found = detect(row["text"], role=row.get("role", "user"), second_stage=second_stage)
+        found = find(row) if find is not None else detect(row["text"], role=row.get("role", "user"), second_stage=second_stage)
         matched, extra, missed = match(row, found)
         tp, fp, fn = tp + len(matched), fp + len(extra), fn + len(missed)
         for exp, det in matched:

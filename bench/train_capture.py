@@ -35,15 +35,16 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import capture_passes  # noqa: E402
-from detect import HELD_OUT, load_all, match  # noqa: E402
+from detect import HELD_OUT, evaluate, load_all, match  # noqa: E402
 
 from mnemo import _detect, _detect_model  # noqa: E402
 from mnemo._detect import Detection  # noqa: E402
 from mnemo._detect_model import DIM, TYPES, Model, features  # noqa: E402
 
 PASSES = ROOT / "bench" / "data" / "capture_passes.jsonl"
-#: the pass that first saw each split (tuned on the splits before it only; 207a678 is the current rules)
-FIRST_PASS = {"c": "fcc07c7", "d": "92b89ce", "e": "f835d17", "f": "1c5360f", "g": "195e440", "h": "12eaf16", "i": "207a678"}
+#: the pass that first saw each split: the last one run on it, since every later pass was tuned on
+#: it (c: fcc07c7 … i: 207a678, the current rules)
+FIRST_PASS = {split: commit for commit, splits in capture_passes.PASSES for split in splits}
 
 Found = tuple[int, int, str, float, str, bool]  # start, end, type, confidence, rule, explicit
 
@@ -186,17 +187,15 @@ def fit(rows: list[dict[str, Any]], sources: list[dict[str, list[Found]]], opts:
 
 
 def score(rows: list[dict[str, Any]], found: dict[str, list[Found]], model: Model | None) -> dict[str, float]:
-    """Precision, recall and type accuracy on ``rows`` of the detections ``found``, through ``model``."""
-    tp = fp = fn = ok = 0
-    for r in rows:
+    """Precision, recall and type accuracy on ``rows`` of the detections ``found``, through ``model``
+    (scored as ``bench/detect.py`` scores the detector)."""
+
+    def find(r: dict[str, Any]) -> list[Detection]:
         dets = _as_detections(found.get(r["id"], []), r)
-        if model is not None:
-            dets = _detect.apply_model(model, _detect._blank_code(r["text"]), r.get("role", "user"), dets)
-        matched, extra, missed = match(r, dets)
-        tp, fp, fn = tp + len(matched), fp + len(extra), fn + len(missed)
-        ok += sum(e["type"] == d.type for e, d in matched)
-    return {"precision": round(tp / max(1, tp + fp), 3), "recall": round(tp / max(1, tp + fn), 3),
-            "type_accuracy": round(ok / max(1, tp), 3)}
+        return dets if model is None else _detect.apply_model(model, _detect._blank_code(r["text"]), r.get("role", "user"), dets)
+
+    res = evaluate(rows, find=find)
+    return {k: res[k] for k in ("precision", "recall", "type_accuracy")}
 
 
 def cross_validate(rows: list[dict[str, Any]], opts: argparse.Namespace) -> dict[str, dict[str, Any]]:
