@@ -182,6 +182,8 @@ def mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.
         monkeypatch.setenv("MNEMO_DB", request.getfixturevalue("store_target"))
     monkeypatch.setenv("MNEMO_MODEL", FAKE_MODEL)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    # outside any git project: the scope is then the configured one (or global), as on a fresh machine
+    monkeypatch.chdir(request.getfixturevalue("tmp_path_factory").mktemp("cwd"))
     return home
 
 

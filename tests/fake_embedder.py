@@ -20,7 +20,7 @@ DIM = 256
 class FakeEmbedder:
     name = "fake-hash-256"
     dim = DIM
-    calibration = Calibration(floor=0.05, scale=0.3, dense_weight=0.7, duplicate=0.9, related=0.35)
+    calibration = Calibration(floor=0.05, scale=0.3, dense_weight=0.7, candidate=-0.1, link=0.03, merge=0.05)
 
     def __init__(self) -> None:
         self.calls = 0

@@ -263,18 +263,21 @@ def test_recent_and_list(cli, stocked: dict[str, dict]) -> None:
     assert {x["id"] for x in cli("recent", "--scope", "project:app", "--json").json()} == {stocked[k]["id"] for k in ("deploy", "db", "pref")}
     assert len(cli("recent", "--scope", "project:app", "--limit", "2", "--json").json()) == 2
     text = cli("recent", "--scope", "project:app")
-    assert text.code == 0 and stocked["deploy"]["id"] in text.out and "id" in text.out.splitlines()[0]
+    assert text.code == 0 and stocked["deploy"]["id"] in text.out and "id" in text.out.splitlines()[1]
+    assert text.out.splitlines()[0] == "scope: project:app + global"  # every listing says which scopes it shows
     assert stocked["other"]["id"] not in text.out
 
-    listed = cli("list", "--json").json()
-    assert len(listed) == 5 and listed[-1]["id"] == stocked["old"]["id"]  # newest first; all scopes by default
-    assert [x["id"] for x in cli("list", "--type", "fact", "--json").json()] == [stocked["db"]["id"]]
-    assert [x["id"] for x in cli("list", "--tags", "ci", "--json").json()] == [stocked["deploy"]["id"]]
+    # list shares recent's default: the current scope (here global) plus global; --scope all for every scope
+    assert {x["id"] for x in cli("list", "--json").json()} == {stocked["pref"]["id"], stocked["old"]["id"]}
+    listed = cli("list", "--scope", "all", "--json").json()
+    assert len(listed) == 5 and listed[-1]["id"] == stocked["old"]["id"]  # newest first
+    assert [x["id"] for x in cli("list", "--scope", "all", "--type", "fact", "--json").json()] == [stocked["db"]["id"]]
+    assert [x["id"] for x in cli("list", "--scope", "all", "--tags", "ci", "--json").json()] == [stocked["deploy"]["id"]]
     assert {x["id"] for x in cli("list", "--scope", "project:other", "--json").json()} == {stocked["other"]["id"], stocked["pref"]["id"], stocked["old"]["id"]}
     assert [x["id"] for x in cli("list", "--until", "2021-01-01", "--json").json()] == [stocked["old"]["id"]]
-    assert len(cli("list", "--limit", "2", "--offset", "4", "--json").json()) == 1
-    lt = cli("list")
-    assert lt.code == 0 and all(stocked[k]["id"] in lt.out for k in stocked)
+    assert len(cli("list", "--scope", "all", "--limit", "2", "--offset", "4", "--json").json()) == 1
+    lt = cli("list", "--scope", "all")
+    assert lt.code == 0 and all(stocked[k]["id"] in lt.out for k in stocked) and lt.out.startswith("scope: every scope")
     assert "no memories" in cli("list", "--type", "goal").out
 
 
@@ -288,8 +291,8 @@ def test_show_history_forget_restore(cli, stocked: dict[str, dict]) -> None:
     f = cli("forget", mid)
     assert f.code == 0 and f.out.strip() == f"forgot {mid} (restore with: mnemo restore {mid})"
     assert mid not in {h["id"] for h in cli("search", "staging database port", "--scope", "project:app", "--json").json()["results"]}
-    assert mid not in {x["id"] for x in cli("list", "--json").json()}
-    assert [x["id"] for x in cli("list", "--status", "deleted", "--json").json()] == [mid]
+    assert mid not in {x["id"] for x in cli("list", "--scope", "all", "--json").json()}
+    assert [x["id"] for x in cli("list", "--scope", "all", "--status", "deleted", "--json").json()] == [mid]
     fj = cli("forget", mid, "--json")
     assert fj.code == 0 and fj.json()["status"] == "deleted"
 

@@ -85,8 +85,11 @@ def test_a_replacing_statement_supersedes_and_can_be_undone(m: Mnemo, old: str, 
     assert [h.memory.id for h in m.recall(old, scope="project:x", min_score=0.01, touch=False)] == [b.id]
     assert a.id in {h.memory.id for h in m.recall(old, scope="project:x", min_score=0.0, include_superseded=True, touch=False)}
     assert [e["kind"] for e in m.history(a.id)] == ["created", "superseded"]
-    m.restore(a.id)
-    assert m.get(a.id).status == "active" and _counts(m) == {"active": 2}
+    m.restore(a.id)  # the old statement is current again; its replacement steps aside (never both active)
+    assert m.get(a.id).status == "active" and _counts(m) == {"active": 1, "superseded": 1}
+    assert m.get(b.id).status == "superseded" and m.get(b.id).superseded_by == a.id
+    m.restore(b.id)  # and back: reversible the same way
+    assert m.get(b.id).status == "active" and m.get(a.id).status == "superseded" and _counts(m) == {"active": 1, "superseded": 1}
 
 
 def test_supersede_stays_inside_a_scope(m: Mnemo) -> None:
@@ -161,7 +164,7 @@ def test_cli_lifecycle(cli) -> None:
     assert r.code == 0 and r.json()["applied"] is False
     r = cli("save", "temporary token policy", "--expires", "1d", "--json")
     assert r.json()["memory"]["expires_at"]
-    assert cli("review", "--json").json() == []
+    assert cli("review", "--json").json() == {"scope": "global", "expired": [], "possible_conflicts": []}
     assert cli("confirm", r.json()["memory"]["id"], "--expires", "2099-01-01").code == 0
 
 
@@ -175,16 +178,23 @@ def test_consolidate_groups_fragments_into_a_summary(m: Mnemo) -> None:
     ids = [m.remember(f, scope="project:ci", dedup=False).id for f in frags]
     m.remember("我喜欢喝乌龙茶", scope="project:ci")
     dry = m.consolidate(scope="project:ci")
-    assert len(dry["groups"]) == 1 and sorted(dry["groups"][0]["sources"]) == sorted(ids)
+    assert len(dry["groups"]) == 1 and set(dry["groups"][0]["sources"]) <= set(ids) and len(dry["groups"][0]["sources"]) >= 3
     assert m.stats()["by_status"] == {"active": 5}  # a dry run changes nothing
+    group = dry["groups"][0]
+    # the extractive summary holds the three most central statements: a source outside them is
+    # not archived, and the report says what the summary lacks of it
+    assert len(group["archive"]) == 3 and set(group["archive"]) | {k["id"] for k in group["keep"]} == set(group["sources"])
+    assert all(k["lost"] for k in group["keep"])
     done = m.consolidate(scope="project:ci", apply=True)
     summary = m.get(done["groups"][0]["summary_id"])
     assert summary.source == "consolidate" and "deploy pipeline" in summary.content
-    assert {r["id"] for r in m.related(summary.id) if r["kind"] == "derived_from"} == set(ids)
-    assert all(m.get(i).status == "archived" for i in ids)
+    assert {r["id"] for r in m.related(summary.id) if r["kind"] == "derived_from"} == set(group["archive"])
+    assert all(m.get(i).status == ("archived" if i in group["archive"] else "active") for i in ids)
     assert m.stats()["all_records"] == 6  # nothing deleted
-    m.restore(ids[0])
-    assert m.get(ids[0]).status == "active"
+    m.restore(group["archive"][0])
+    assert m.get(group["archive"][0]).status == "active"
+    m.restore(summary.id)  # undoes the whole consolidation: every source back, the summary archived
+    assert all(m.get(i).status == "active" for i in ids) and m.get(summary.id).status == "archived"
 
 
 def test_cli_consolidate_dry_run(cli) -> None:
@@ -192,68 +202,3 @@ def test_cli_consolidate_dry_run(cli) -> None:
         assert cli("save", f, "--no-dedup").code == 0
     r = cli("consolidate", "--json")
     assert r.code == 0 and r.json()["applied"] is False and len(r.json()["groups"]) == 1
-
-
-# ---------------------------------------------------------------- restatements below the near-repeat cosine
-
-@pytest.mark.parametrize("old,new", [
-    ("CI 流水线必须在十分钟内跑完。", "CI 必须在 10 分钟以内完成。"),
-    ("The CI pipeline must finish in under 10 minutes.", "CI must take less than ten minutes."),
-    ("We use PostgreSQL 15 as the main database.", "主数据库用的是 PostgreSQL 15。"),
-    ("The frontend is built with React and Vite.", "Frontend stack: React + Vite."),
-    ("本季度目标：把接口 P95 延迟降到 200 毫秒以下。", "这个季度的目标是接口 P95 延迟低于 200ms。"),
-])
-def test_restatements_are_recognised(old: str, new: str) -> None:
-    from mnemo._lifecycle import restates
-
-    assert restates(old, new)
-
-
-@pytest.mark.parametrize("old,new", [
-    ("The API server listens on port 8080.", "The API server listens on port 8081."),  # changed number
-    ("The frontend team lead is Maria.", "The backend team lead is David."),  # other names
-    ("我们用 Redis 做缓存。", "我们用 Redis 做缓存，也用它做分布式锁。"),  # a detail added, nothing reworded
-    ("团队周会在周一上午十点。", "支付回调的超时时间是 10 秒。"),  # only a number in common
-    ("我家的猫叫年糕。", "年糕每年三月要打疫苗。"),  # no number or Latin name to pin the fact down
-])
-def test_new_facts_are_not_restatements(old: str, new: str) -> None:
-    from mnemo._lifecycle import restates
-
-    assert not restates(old, new)
-
-
-def test_fact_anchors_normalise_numbers_and_names() -> None:
-    from mnemo._lifecycle import fact_anchors
-
-    assert fact_anchors("CI 流水线必须在十分钟内跑完。") == {"ci", "10"}
-    assert fact_anchors("CI must take less than ten minutes.") == {"ci", "10"}
-    assert fact_anchors("主要客户是一家杭州的物流公司。") == set()  # 一家 is "a", not 1
-    assert fact_anchors("I live in Berlin.") == {"berlin"}
-
-
-@pytest.mark.parametrize("old,new", [
-    ("The Kafka 'clicks' topic has 6 partitions.", "The Kafka 'orders' topic has 6 partitions."),  # quoted names
-    ("生产数据库每天凌晨三点备份。", "测试数据库每天凌晨三点备份。"),  # parallel environments
-    ("The iOS release goes out on Thursday.", "The Android release goes out on Thursday."),
-])
-def test_parallel_subjects_are_never_the_same_fact(old: str, new: str) -> None:
-    from mnemo._lifecycle import same_subject
-
-    assert not same_subject(old, new)
-
-
-def test_names_count_in_both_statements_and_numbers_are_normalised() -> None:
-    from mnemo._lifecycle import restates, same_subject
-
-    assert same_subject("Alice owns the billing service.", "The billing service is owned by Alice.")
-    assert restates("Daily standup is at 9:30 am.", "Daily standup: 09:30.")
-    assert restates("生产环境 Redis 的 maxmemory 是 16GB。", "记住：生产 Redis 的 maxmemory 设为 16 GB。")
-
-
-def test_borrowed_english_in_chinese_is_not_a_name_but_tools_are() -> None:
-    from mnemo._lifecycle import restates, same_subject
-
-    assert same_subject("不要直接往 main 分支推代码。", "记住：不要直接 push 到 main 分支。")  # "push" is borrowed English
-    assert not same_subject("我们用 pnpm 管理依赖。", "我们用 npm 管理依赖。")  # two tools: both sides name one
-    assert not restates("The payments service is written in Go.", "The payments service is written in Rust.")
-    assert restates("The payments service is written in Go.", "Note: the payments service is implemented in Go.")

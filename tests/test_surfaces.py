@@ -19,6 +19,7 @@ NOT_OPERATIONS = {
     "is_paused": "read side of pause/resume; context reports it as `paused`",
     "auto_transcript": "reached through `mnemo hook stop|session-end` and the capture CLI; a model has no transcript path",
     "capture_job": "status of auto_transcript's background job, shown by the capture CLI",
+    "conflicts": "part of review (its possible-conflicts list), on the CLI and MCP alike",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {

@@ -54,6 +54,7 @@ OPERATIONS: dict[str, str] = {
     "confirm": "confirm",
     "gc": "gc",
     "consolidate": "consolidate",
+    "resolve": "resolve",
 }
 
 

@@ -82,6 +82,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ingest_max_bytes", 20 * 1024 * 1024, int, "mnemo ingest: files (and web pages) larger than this are skipped with a message"),
     Setting("context_top_k", 5, int, "most memories injected per prompt by mnemo context and the assistant hooks"),
     Setting("context_budget_tokens", 400, int, "token budget of an injected context block (estimated offline; session start gets 1.5x)"),
+    Setting("mcp_consolidate_apply", False, _bool, "let an assistant apply consolidate through MCP (default: it can only preview)"),
     Setting("serve_idle_seconds", 600.0, float, "the warm service (mnemo serve) exits after this long unused; 0: hooks never start it"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -105,6 +106,9 @@ def config_path() -> Path:
 class Config:
     values: dict[str, Any]
     origins: dict[str, str]
+    #: the scope setting before it was resolved for a folder (value, origin): a service resolves
+    #: it again for each hook payload's own working folder
+    raw_scope: tuple[str, str] = ("global", "default")
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -146,8 +150,12 @@ class Config:
         return Path(self.values["key_file"]).expanduser() if self.values["key_file"] else home() / "key"
 
 
-def load(overrides: dict[str, Any] | None = None) -> Config:
-    """The effective settings and where each came from (default, config file, env, flag)."""
+def load(overrides: dict[str, Any] | None = None, *, cwd: str | os.PathLike[str] | None = None) -> Config:
+    """The effective settings and where each came from (default, config file, env, flag).
+
+    ``scope`` is resolved for the working folder ``cwd`` (default: this process's) by the one
+    rule every surface shares (:func:`mnemo._project.resolve_scope`): a flag or ``MNEMO_SCOPE``
+    > ``.mnemo.toml`` > the git project > ``config.toml`` > global."""
     values = {s.name: s.default for s in SETTINGS}
     origins = {s.name: "default" for s in SETTINGS}
     path = config_path()
@@ -172,7 +180,12 @@ def load(overrides: dict[str, Any] | None = None) -> Config:
             origins[key] = "flag"
     if not values["db"]:
         origins["db"] = origins["db"] if origins["db"] != "default" else "default (MNEMO_HOME)"
-    return Config(values, origins)
+    from ._project import scope_from_setting
+
+    raw_scope = (values["scope"], origins["scope"])
+    choice = scope_from_setting(cwd, *raw_scope)
+    values["scope"], origins["scope"] = choice.scope, choice.why
+    return Config(values, origins, raw_scope)
 
 
 def _convert(s: Setting, value: Any, where: str) -> Any:

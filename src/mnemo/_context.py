@@ -15,6 +15,8 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._models import Memory, format_time, parse_time, utcnow
 from ._tokens import estimate_tokens, has_cjk
 from .errors import InvalidInputError
@@ -135,8 +137,7 @@ class ContextOps:
         sample = query or " ".join(m.content[:200] for m, _, _ in candidates[: int(top_k)])
         lang = "zh" if has_cjk(sample, 0.1 if query else 0.3) else "en"
         if extra_ids:
-            extra = [m for m in (self.store.get(i) for i in extra_ids) if m is not None and m.status == "active"]
-            candidates = [(m, "re-injected after compaction", None) for m in extra] + candidates
+            candidates = self._reinjection(extra_ids, candidates, session=session, top_k=int(top_k))
         start, end = MARKERS[lang]
         used = estimate_tokens(start) + estimate_tokens(end) + 2
         chosen: list[dict[str, Any]] = []
@@ -172,6 +173,32 @@ class ContextOps:
                 data={"kind": result["kind"], "tokens": used, "scope": scope or self.scope,
                       "reasons": {c["id"]: c["reason"] for c in chosen}})
         return result
+
+    def _reinjection(self: "Mnemo", extra_ids: list[str], key: list[tuple[Memory, str, dict[str, Any] | None]], *,
+                     session: str | None, top_k: int) -> list[tuple[Memory, str, dict[str, Any] | None]]:
+        """Candidates after a compaction: what was injected before, ranked by importance ×
+        relevance to what the session was asking (its logged prompts), interleaved so that the
+        scope's key memories (``key``: constraints, preferences, project context) keep about half
+        the places; the rest of both lists follow, for the budget to cut."""
+        extra = [m for m in (self.store.get(i) for i in dict.fromkeys(extra_ids)) if m is not None and m.status == "active"]
+        if not extra:
+            return key
+        prompts = [e["query"] for e in self.log(session=session, limit=20) if e.get("query")] if session else []
+        relevance = {m.id: 0.5 for m in extra}
+        if prompts:
+            qvec = self._embed([" ".join(prompts[:3])[:2000]], query=True)[0]
+            idx = self._fresh_index()
+            pk_of = {m.id: self.store.pk_of(m.id) for m in extra}
+            sims = idx.similarity(qvec, [pk for pk in pk_of.values() if pk is not None])
+            baseline = float(np.mean(self._anchors() @ qvec))
+            for mid, pk in pk_of.items():
+                if pk in sims:  # the margin over unrelated sentences, kept positive: 0.1 … 1.1
+                    relevance[mid] = 0.1 + max(0.0, min(1.0, (sims[pk] - baseline) * 5))
+        extra.sort(key=lambda m: m.importance * relevance[m.id], reverse=True)
+        again = [(m, f"re-injected after compaction (importance {m.importance:.1f} × relevance {relevance[m.id]:.2f})", None) for m in extra]
+        keys = [k for k in key if k[0].id not in relevance]
+        room = max(1, top_k - min(len(keys), top_k // 2))
+        return again[:room] + keys[: top_k - room] + again[room:] + keys[top_k - room:]
 
     def _context_candidates(self: "Mnemo", query: str | None, *, scope: str | None, top_k: int, explain: bool,
                             now: str | datetime | None) -> list[tuple[Memory, str, dict[str, Any] | None]]:

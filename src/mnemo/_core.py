@@ -55,6 +55,9 @@ CANDIDATES = 100
 #: a query term found in more than this share of rows (and at least COMMON_MIN_ROWS) is left out
 COMMON_SHARE = 0.05
 COMMON_MIN_ROWS = 2000
+#: the anchor sentences' vectors per embedder object, shared by the stores of one process that
+#: use it (a service or a benchmark opens many; each would embed the same sentences again)
+_ANCHORS: dict[tuple[int, str], np.ndarray] = {}
 
 
 class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
@@ -530,6 +533,9 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     def _anchors(self) -> np.ndarray:
         """Vectors of the unrelated anchor sentences for this model (cached in the store)."""
         name = self.embedder.name
+        shared = (id(self.embedder), name)  # the same embedder object: another store of this process has them
+        if self._anchor_vecs is None and shared in _ANCHORS:
+            self._anchor_vecs = (name, _ANCHORS[shared])
         if self._anchor_vecs is None or self._anchor_vecs[0] != name:
             texts = [t for t in (_text.DATA / "anchors.txt").read_text("utf-8").splitlines() if t.strip()]
             hashes = [_text.text_hash("anchor:" + t) for t in texts]
@@ -544,6 +550,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             else:
                 vecs = np.vstack([np.frombuffer(cached[h], np.float32) for h in hashes])
             self._anchor_vecs = (name, vecs)
+            _ANCHORS[shared] = vecs
         return self._anchor_vecs[1]
 
     def _touch(self, ids: list[str]) -> None:

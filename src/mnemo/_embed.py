@@ -37,14 +37,14 @@ class Calibration:
     floor: float
     scale: float
     dense_weight: float
-    #: passage-to-passage cosines for write-time decisions (calibrated on tests/data/lifecycle_pairs.jsonl):
-    #: at or above ``duplicate`` a new memory is a near-repeat (merged); at or above ``related`` it is
-    #: linked, or supersedes the other when the conflict rules say it replaces it
-    duplicate: float = 0.95
-    related: float = 0.85
-    #: from here up to ``duplicate``, a pair that restates the same facts (same numbers and names,
-    #: words swapped not added: ``_lifecycle.restates``) is merged too; ``duplicate`` = off
-    paraphrase: float = 0.95
+    #: write-time decisions (``Mnemo._decide``, ``consolidate``) read a calibrated similarity: the
+    #: cosine minus the larger best-anchor cosine of the two statements (``Mnemo._margins``).
+    #: From ``candidate`` a neighbour is compared at all, from ``link`` it is linked ``related``
+    #: (when the two also share a topic word); measured per model on bench/pairs (bench/trust.py)
+    candidate: float = -0.10
+    link: float = 0.03
+    #: …and from which a new statement that adds nothing to it (``_pairs.adds_nothing``) is merged
+    merge: float = 0.05
 
 
 @runtime_checkable
@@ -85,7 +85,7 @@ class E5Embedder:
     """
 
     dim = 384
-    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, duplicate=0.95, related=0.85, paraphrase=0.90)
+    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, candidate=-0.10, link=0.03, merge=0.05)
 
     def __init__(self, threads: int | None = None):
         try:
@@ -127,7 +127,7 @@ class USEEmbedder:
     """
 
     dim = 512
-    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, duplicate=0.88, related=0.45, paraphrase=0.60)
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, candidate=-0.20, link=0.15, merge=0.20)
 
     def __init__(self) -> None:
         try:

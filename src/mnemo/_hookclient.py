@@ -184,7 +184,7 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
     if not _is_url(path) and not os.path.exists(path):
         sys.stderr.write(f"mnemo: no store at {path} yet (`mnemo init` creates it); nothing to do\n")
         return 0
-    settings = {"context_top_k": cfg["context_top_k"], "context_budget_tokens": cfg["context_budget_tokens"]}
+    settings = {"context_top_k": cfg["context_top_k"], "context_budget_tokens": cfg["context_budget_tokens"], "scope": list(cfg.raw_scope)}
     reply = request(path, {"op": "hook", "event": event, "payload": payload, "settings": settings})
     if reply is None:
         idle = float(cfg["serve_idle_seconds"])

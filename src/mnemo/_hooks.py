@@ -75,14 +75,16 @@ def answer(event: str, text: str) -> str:
 def run_hook(m: "Mnemo", event: str, payload: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
     """Handle one hook event against an open store.
 
-    ``settings`` holds ``context_top_k`` and ``context_budget_tokens``. Returns ``{"stdout",
-    "stderr", "exit", "memory_ids"}``: what the hook process prints and its exit code."""
-    from ._project import project_scope  # here, not at the top: the hook client only checks payloads
+    ``settings`` holds ``context_top_k``, ``context_budget_tokens`` and ``scope``, the scope
+    setting as configured (value, origin), resolved here for the payload's working folder by the
+    rule every surface shares. Returns ``{"stdout", "stderr", "exit", "memory_ids"}``: what the
+    hook process prints and its exit code."""
+    from ._project import scope_from_setting  # here, not at the top: the hook client only checks payloads
 
     payload = check_payload(event, payload)
     session = payload.get("session_id") or None
     cwd = payload.get("cwd") or os.getcwd()
-    scope = project_scope(cwd)
+    scope = scope_from_setting(cwd, *(settings.get("scope") or ("global", "default"))).scope
     top_k = int(settings.get("context_top_k", 5))
     budget = int(settings.get("context_budget_tokens", 400))
     # the OpenCode plugin marks its payloads; the log says which assistant was told what

@@ -8,9 +8,6 @@ lifecycle step. ``purge`` (in ``_maintenance``) is the only hard delete.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from functools import lru_cache
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,6 +26,8 @@ _UNDOABLE = ("merged", "updated")
 _UNDONE = ("unmerged", "reverted", "restored")
 #: neighbours examined per write
 NEIGHBOURS = 5
+#: sources of ingested document chunks (``ingest`` manages their versions itself)
+_DOCUMENT_SOURCES = ("file:", "url:", "chat:")
 
 
 @dataclass
@@ -42,6 +41,7 @@ class Decision:
     related: list[tuple[Memory, float]] | None = None
     verdict: str | None = None  # the LLM judge's answer, when it was asked
     judged: str | None = None  # the neighbour it was asked about
+    conflict_with: Memory | None = None  # a possible conflict the rules could not settle (listed by review)
 
 
 def parse_expiry(value: str | datetime | None, now: datetime) -> tuple[str | None, int | None]:
@@ -64,42 +64,78 @@ class LifecycleOps:
 
     def _decide(self: "Mnemo", mem: Memory, vec: np.ndarray, verdicts: dict[tuple[str, str], str] | None = None) -> Decision:
         """Compare a new memory with its nearest active neighbours in the same scope (inside the
-        write transaction, so concurrent writers see each other). Conflicts are checked first: a
-        changed port is very similar to the old one, and must supersede it, not merge into it.
+        write transaction, so concurrent writers see each other), by the pair rules of
+        :mod:`mnemo._pairs`: never merge or supersede across two subjects of one template; merge
+        only what adds nothing; supersede only a same-subject change the conflict rules see;
+        flag what they suspect but cannot place as a possible conflict (kept, linked, listed by
+        ``review``); link only above the model's calibrated margin.
 
         Where the rules cannot tell, the configured LLM's verdict decides. It is asked before the
         transaction (:meth:`_prejudge`) so a slow endpoint never holds the store's write lock;
         ``verdicts`` maps (new id, neighbour id) to its answer. Called with ``verdicts=None``
         outside a transaction, this asks the LLM itself and records the answer there."""
-        from ._conflict import detect_conflict
+        from ._pairs import adds_nothing, diff, other_facts, other_subject, replaces, shares_topic
 
         idx = self._fresh_index()
         mask = idx.mask(scopes=[mem.scope], types=None, statuses=("active",), since=None, until=None)
-        neighbours = [(pk, cos) for pk, cos in idx.search(vec, NEIGHBOURS, mask) if cos >= self.embedder.calibration.related]
-        if not neighbours:
-            return Decision("created")
-        found = self.store.get_many_by_pk([pk for pk, _ in neighbours])
-        close = [(found[pk], cos) for pk, cos in neighbours if pk in found and not _expired(found[pk])]
-        for old, cos in close:
-            conflict = detect_conflict(old.content, mem.content)
-            if conflict is not None and not _enumerates(conflict.reason, conflict.detail):
-                return Decision("superseded", old, cos, conflict.detail)
-        if not close:
-            return Decision("created")
-        top, cos = close[0]
         cal = self.embedder.calibration
-        if cos >= cal.duplicate and not adds_information(top.content, mem.content) and same_subject(top.content, mem.content):
-            return Decision("merged", top, cos, "near repeat")
-        if cos >= cal.paraphrase and restates(top.content, mem.content):
-            return Decision("merged", top, cos, "restates the same facts")
-        if self.chat is not None:  # the rules cannot tell: the configured LLM decides about the closest one
+        found_n = idx.search(vec, NEIGHBOURS, mask)
+        if not found_n:
+            return Decision("created")
+        margins = self._margins(vec, idx.vectors([pk for pk, _ in found_n]))
+        neighbours = [(pk, cos) for pk, cos in found_n if margins.get(pk, -1.0) >= cal.candidate]
+        found = self.store.get_many_by_pk([pk for pk, _ in neighbours])
+        close = [(found[pk], cos, margins[pk]) for pk, cos in neighbours if pk in found and not _expired(found[pk])]
+        linked: list[tuple[Memory, float]] = []
+        suspect: tuple[Memory, float, str] | None = None
+        for rank, (old, cos, margin) in enumerate(close):
+            d = diff(old.content, mem.content)
+            if other_subject(old.content, mem.content, d):
+                continue  # two subjects of one template: never merged, replaced or linked
+            on_topic = margin >= cal.link and shares_topic(old.content, mem.content)
+            if old.source.startswith(_DOCUMENT_SOURCES) or mem.source.startswith(_DOCUMENT_SOURCES):
+                if on_topic:  # a chunk of a document holds many statements: linked, never merged or replaced
+                    linked.append((old, cos))
+                continue
+            change = replaces(old.content, mem.content, d, close=margin >= cal.link)
+            if change is not None:
+                kept = other_facts(old.content, mem.content)
+                if change[1] and kept is None:
+                    return Decision("superseded", old, cos, change[0])
+                suspect = suspect or (old, cos, change[0] + (f" (the old one also says: {kept})" if kept else ""))
+            elif rank == 0 and margin >= cal.merge and adds_nothing(old.content, mem.content, d):
+                return Decision("merged", old, cos, "adds nothing")
+            if on_topic:
+                linked.append((old, cos))
+        if self.chat is not None and close and (suspect or linked):  # the rules cannot tell: the configured LLM decides
             if verdicts is None:
-                return self._judge(mem, close)
+                return self._judge(mem, [(m, c) for m, c, _ in close])
+            top, cos, _ = close[0]
             relation = verdicts.get((mem.id, top.id))
-            if relation is None:  # the store changed since the LLM was asked: keep the rules' answer
-                return Decision("related", top, cos, "judge skipped: neighbours changed during the write", related=close)
-            return _verdict(relation, close)
-        return Decision("related", close[0][0], close[0][1], related=close)
+            if relation is not None:
+                return _verdict(relation, [(m, c) for m, c, _ in close])
+        if suspect is not None:
+            old, cos, detail = suspect
+            related = linked if any(m.id == old.id for m, _ in linked) else [(old, cos), *linked]
+            return Decision("related", old, cos, f"possible conflict: {detail}", related=related, conflict_with=old)
+        if linked:
+            return Decision("related", linked[0][0], linked[0][1], related=linked)
+        return Decision("created")
+
+    def _margins(self: "Mnemo", vec: np.ndarray, others: dict[int, np.ndarray]) -> dict[int, float]:
+        """The calibrated similarity of a new memory to each neighbour: the cosine's margin over
+        the larger of the two statements' best cosine with unrelated anchor sentences. e5 puts
+        unrelated statements at 0.8 and more; a statement close to everything gets no credit for
+        being close to this one too."""
+        if not others:
+            return {}
+        anchors = self._anchors()
+        own = float(np.max(anchors @ vec))
+        pks = list(others)
+        mat = np.vstack([others[pk] for pk in pks])
+        cos = mat @ vec
+        base = np.maximum((mat @ anchors.T).max(axis=1), own)
+        return {pk: float(c - b) for pk, c, b in zip(pks, cos, base)}
 
     def _prejudge(self: "Mnemo", prepared: list[Memory], vectors: list[np.ndarray]) -> dict[tuple[str, str], str]:
         """Ask the LLM, before the write transaction, about every new memory the rules cannot place."""
@@ -154,6 +190,8 @@ class LifecycleOps:
         elif decision.action == "related":
             for other, cos in decision.related or []:
                 self.store.add_relation(mem.id, other.id, "related", round(cos, 4))
+            if decision.conflict_with is not None:
+                self.store.add_event(mem.id, "possible_conflict", decision.detail, {"with": decision.conflict_with.id})
 
     # ------------------------------------------------------------ edit and undo
 
@@ -214,14 +252,25 @@ class LifecycleOps:
             self.store.add_event(mem.id, event, cause, {"before": before})
 
     def restore(self: "Mnemo", memory_id: str, *, cause: str = "restore") -> Memory:
-        """Undo a memory's last lifecycle step: un-delete, un-archive, un-supersede (back to
-        active), un-merge (the merged-in statement becomes its own memory again) or un-edit."""
+        """Undo a memory's last lifecycle step: un-delete, un-archive, un-supersede, un-merge (the
+        merged-in statement becomes its own memory again), un-edit, or undo a consolidation.
+
+        Un-superseding makes the old memory current again and its replacement superseded by it
+        (recorded, and reversible the same way), so two memories where one replaced the other
+        are never both active. Restoring a consolidation summary re-activates the sources it
+        archived and archives the summary."""
         mem = self.get(memory_id)
         if mem.status != "active":
             with self.store.transaction():
                 self.store.set_status(mem.id, "active")
                 self.store.add_event(mem.id, "restored", cause, {"from": mem.status, **({"superseded_by": mem.superseded_by} if mem.superseded_by else {})})
+                replacement = self.store.get(mem.superseded_by) if mem.status == "superseded" and mem.superseded_by else None
+                if replacement is not None and replacement.status == "active":
+                    self.store.set_status(replacement.id, "superseded", superseded_by=mem.id)
+                    self.store.add_event(replacement.id, "superseded", f"{cause}: {mem.id} is current again", {"by": mem.id})
             return self.get(mem.id)
+        if mem.source == "consolidate":
+            return self._unconsolidate(mem, cause)
         last = next((e for e in reversed(self.store.events(mem.id)) if e["kind"] in _UNDOABLE + _UNDONE), None)
         if last is None or last["kind"] in _UNDONE:
             raise InvalidInputError(f"{mem.id} is active: nothing to restore (no lifecycle step to undo)")
@@ -238,6 +287,21 @@ class LifecycleOps:
             self.store.add_event(mem.id, "unmerged", cause, {"split_into": split.id if split else None})
         return self.get(mem.id)
 
+    def _unconsolidate(self: "Mnemo", summary: Memory, cause: str) -> Memory:
+        """Undo a consolidation: its archived sources become active again, the summary archived."""
+        sources = [r["id"] for r in self.store.relations(summary.id) if r["kind"] == "derived_from" and r["direction"] == "out"]
+        with self.store.transaction():
+            back = []
+            for sid in sources:
+                src = self.store.get(sid)
+                if src is not None and src.status == "archived":
+                    self.store.set_status(sid, "active")
+                    self.store.add_event(sid, "restored", cause, {"from": "archived", "summary": summary.id})
+                    back.append(sid)
+            self.store.set_status(summary.id, "archived")
+            self.store.add_event(summary.id, "archived", f"{cause}: consolidation undone", {"sources_restored": back})
+        return self.get(summary.id)
+
     def related(self: "Mnemo", memory_id: str) -> list[dict[str, Any]]:
         """The memories linked to this one (related, supersedes, derived_from…), strongest first."""
         mem = self.get(memory_id)
@@ -245,10 +309,54 @@ class LifecycleOps:
 
     # ------------------------------------------------------------ expiry
 
-    def review(self: "Mnemo", *, now: str | datetime | None = None, limit: int = 100) -> list[Memory]:
-        """Active memories whose expiry or review date has passed (not recalled until confirmed)."""
+    def review(self: "Mnemo", *, now: str | datetime | None = None, limit: int = 100, scope: str | None = None) -> list[Memory]:
+        """Active memories whose expiry or review date has passed (not recalled until confirmed),
+        in ``scope`` plus global (default: the current scope; ``all`` for every scope)."""
         now_dt = parse_time(now) if now else utcnow()
-        return self.store.expired(format_time(now_dt), limit)
+        scopes = self._visible_scopes(scope)
+        found = self.store.expired(format_time(now_dt), limit if scopes is None else 100_000)
+        return [m for m in found if scopes is None or m.scope in scopes][:limit]
+
+    def conflicts(self: "Mnemo", *, scope: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Possible conflicts the write rules could not settle: a newer memory that may replace an
+        older one. Both stay active and linked until :meth:`resolve` decides; listed newest first
+        as ``{"new": Memory, "old": Memory, "why": str, "at": str}``."""
+        scopes = self._visible_scopes(scope)
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for ev in self.store.events_of_kind("possible_conflict", 10_000):
+            new_id, old_id = ev["memory_id"], ev["data"].get("with")
+            if new_id in seen or not old_id:
+                continue
+            seen.add(new_id)
+            new, old = self.store.get(new_id), self.store.get(old_id)
+            if new is None or old is None or new.status != "active" or old.status != "active":
+                continue
+            if scopes is not None and new.scope not in scopes:
+                continue
+            if any(e["kind"] == "conflict_resolved" for e in self.store.events(new_id)):
+                continue
+            out.append({"new": new, "old": old, "why": ev["cause"] or "", "at": ev["at"]})
+            if len(out) >= limit:
+                break
+        return out
+
+    def resolve(self: "Mnemo", memory_id: str, *, supersede: bool) -> Memory:
+        """Settle a possible conflict of the newer memory ``memory_id``: ``supersede=True`` makes
+        it replace the older one (undo: ``restore OLD``), ``False`` keeps both as they are."""
+        mem = self.get(memory_id)
+        pending = next((c for c in self.conflicts(scope="all", limit=10_000) if c["new"].id == mem.id), None)
+        if pending is None:
+            raise InvalidInputError(f"{mem.id} has no open possible conflict (see `mnemo review`)")
+        old = pending["old"]
+        with self.store.transaction():
+            if supersede:
+                self.store.set_status(old.id, "superseded", superseded_by=mem.id)
+                self.store.add_event(old.id, "superseded", "resolve: replaced by a newer statement", {"by": mem.id})
+                self.store.add_relation(mem.id, old.id, "supersedes", 1.0)
+                self.store.add_event(mem.id, "supersedes", "resolve", {"old": old.id})
+            self.store.add_event(mem.id, "conflict_resolved", "resolve", {"with": old.id, "kept": "new" if supersede else "both"})
+        return self.get(mem.id)
 
     def confirm(self: "Mnemo", memory_id: str, *, expires: str | None = None, now: str | datetime | None = None) -> Memory:
         """Reconfirm a memory: a new expiry (given, or the same span as before from now), or none."""
@@ -278,13 +386,21 @@ class LifecycleOps:
         min_group: int = 3,
         threshold: float | None = None,
     ) -> dict[str, Any]:
-        """Group fragments about the same topic (greedy clusters over the vectors: members at
-        least ``threshold`` similar to the group's first member, default the model's ``related``
-        threshold) and, for each group of ``min_group`` or more, write one summary memory — its
-        most central statements, extractively — linked ``derived_from`` to its sources, which are
-        archived (not deleted; ``restore`` brings each back). A dry run unless ``apply``."""
+        """Fold fragments about one topic into a summary memory, without losing a fact.
+
+        Groups are greedy clusters over the vectors: a member is on the seed's topic when its
+        calibrated similarity (:meth:`_margins`) reaches the model's ``link`` margin (or the raw
+        cosine ``threshold``, when given) and it is not another subject of the seed's template.
+        Each group of ``min_group`` or more gets one summary — its most central statements,
+        extractively, or the configured LLM's — and a source is archived only when the summary
+        carries every number, name and key term of it; any other source stays active, and the
+        report says what the summary would have lost. A summary that would cover fewer than two
+        sources is not written. Sources are linked ``derived_from``; ``restore SUMMARY`` undoes the
+        whole step. A dry run unless ``apply``."""
+        from ._pairs import other_subject, shares_topic
+
         the_scope = check_scope(scope, self.scope)
-        cut = threshold if threshold is not None else self.embedder.calibration.related
+        cal = self.embedder.calibration
         mems = self.list(scope=the_scope, since=since, limit=100_000)
         mems = [m for m in mems if m.scope == the_scope and not m.pinned]
         if len(mems) < min_group:
@@ -300,7 +416,16 @@ class LifecycleOps:
             if i in used:
                 continue
             seed = vec_of[pks[i]]
-            members = [j for j in order if j not in used and float(vec_of[pks[j]] @ seed) >= cut]
+            if threshold is not None:
+                near = {j: float(vec_of[pks[j]] @ seed) >= threshold for j in order}
+            else:
+                margins = self._margins(seed, {pks[j]: vec_of[pks[j]] for j in order if j not in used})
+                near = {j: margins.get(pks[j], -1.0) >= cal.link for j in order}
+            # complete linkage on the topic: a member names something in common with every member before it
+            members = [i]
+            for j in sorted((j for j in order if j not in used and j != i and near[j]), key=lambda j: -float(vec_of[pks[j]] @ seed)):
+                if all(shares_topic(mems[k].content, mems[j].content) and not other_subject(mems[k].content, mems[j].content) for k in members):
+                    members.append(j)
             if len(members) >= min_group:
                 groups.append(members)
                 used.update(members)
@@ -316,17 +441,25 @@ class LifecycleOps:
                     summary, by = summarize(self.chat, [m.content for m in group]), "llm"
                 except ChatError as exc:
                     by = f"extractive (LLM unavailable: {exc})"
-            entry: dict[str, Any] = {"sources": [m.id for m in group], "summary": summary, "summary_by": by}
-            if apply:
-                types = [m.type for m in group]
+            lost = {m.id: _lost(summary, m.content) for m in group}
+            covered = [m for m in group if not lost[m.id]]
+            entry: dict[str, Any] = {
+                "sources": [m.id for m in group], "summary": summary, "summary_by": by,
+                "archive": [m.id for m in covered] if len(covered) >= 2 else [],
+                "keep": [{"id": m.id, "content": m.content, "lost": lost[m.id]} for m in group if lost[m.id]],
+            }
+            if len(covered) < 2:
+                entry["skipped"] = "the summary would carry the facts of fewer than two sources"
+            elif apply:
+                types = [m.type for m in covered]
                 new, _ = self.remember_many([{
                     "content": summary, "scope": the_scope, "type": max(set(types), key=types.count),
-                    "tags": list(dict.fromkeys(t for m in group for t in m.tags)),
-                    "importance": max(m.importance for m in group), "source": "consolidate",
-                    "metadata": {"consolidated_from": len(group), "summary_by": by.split(" ")[0]},
+                    "tags": list(dict.fromkeys(t for m in covered for t in m.tags)),
+                    "importance": max(m.importance for m in covered), "source": "consolidate",
+                    "metadata": {"consolidated_from": len(covered), "summary_by": by.split(" ")[0]},
                 }], cause="consolidate", dedup=False, _merge_exact=False)[0]
                 with self.store.transaction():
-                    for m in group:
+                    for m in covered:
                         self.store.add_relation(new.id, m.id, "derived_from", 1.0)
                         self.store.set_status(m.id, "archived")
                         self.store.add_event(m.id, "archived", "consolidated", {"into": new.id})
@@ -352,201 +485,13 @@ class LifecycleOps:
             {"id": m.id, "content": m.content, "last_used": max(m.last_accessed_at or "", m.stored_at or m.created_at)} for m in stale]}
 
 
-#: words before a number that make it an identifier in a series, not a value of one slot:
-#: "tip number 5" and "tip number 6" are two tips, while "port 5432" → "port 5433" is a change
-_IDENTIFIER_WORDS = frozenset(
-    "number no # module day ticket issue pr step item part chapter section tip note case page figure table line task bug".split()
-)
+def _lost(summary: str, source: str) -> list[str]:
+    """The numbers, names and content words of ``source`` that ``summary`` does not carry."""
+    from ._pairs import tokens
 
-
-def _enumerates(reason: str, detail: str) -> bool:
-    """A "new value" that is only the next item of a numbered series (see _IDENTIFIER_WORDS)."""
-    if reason != "new_value":
-        return False
-    head = detail.split("→")[0].strip().split()
-    return len(head) >= 2 and head[-2].casefold().lstrip("#") in _IDENTIFIER_WORDS | {""}
-
-
-def adds_information(old: str, new: str) -> bool:
-    """Whether ``new`` says more than ``old``: it brings a number, or several content words that
-    ``old`` lacks (and more than ``old`` has that ``new`` lacks — a paraphrase swaps words, an
-    added detail only adds them). Cosine alone cannot tell "…port 8080" from "…port 8080 and
-    sits behind nginx"; merging the second would lose the detail."""
-    a, b = _facts(old).terms, _facts(new).terms  # "09:30" is not a new number after "9:30", "Note:" no new word
-    extra, missing = b - a, a - b
-    if any(any(ch.isdigit() for ch in t) for t in extra):
-        return True
-    return len(extra) >= 2 and len(extra) > len(missing)
-
-
-#: Chinese numerals and the measure words after which a numeral is a quantity ("十分钟" = 10 minutes;
-#: "一家" is "a", not 1)
-_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万", "行")
-_EN_NUMBERS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
-_EN_NUMBERS.update({"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100})
-_LEADING_NUMBER = re.compile(r"^\d+(?:\.\d+)?")
-_QUOTED = re.compile(r"['\"`‘“「『]([^'\"`’”」』\n]{1,40})['\"`’”」』]")
-#: words that name one of several parallel things: two statements that differ in them are about
-#: different subjects ("the staging database…" vs "the production database…"), never repeats
-_CONTRASTS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
-    "生产 线上 正式 测试 预发布 预发 开发 本地 staging prod production dev development test testing local qa sandbox",
-    "前端 后端 客户端 服务端 移动端 frontend backend client server mobile web desktop",
-    "ios android 安卓 苹果 windows macos linux",
-    "周一 周二 周三 周四 周五 周六 周日 周末 monday tuesday wednesday thursday friday saturday sunday weekend",
-    "每天 每周 每月 每年 每小时 daily weekly monthly yearly hourly nightly",
-    "上午 下午 晚上 凌晨 中午 morning afternoon evening night noon",
-))
-#: units after a number are part of the number, not names ("16 GB" = "16GB")
-_UNITS = frozenset("b kb mb gb tb pb k m g ms s sec min h hr hrs kg km px pt qps rps rpm am pm".split())
-_FILLER = frozenset("记住 备注 注意 remember note".split())
-_LATIN_WORD = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z])")
-
-
-def _zh_number(token: str) -> str | None:
-    """``十`` → 10, ``二十五`` → 25, ``九点`` → 9 when a measure word follows; else None."""
-    i = 0
-    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] in "十百"):
-        i += 1
-    if i == 0 or (i < len(token) and not token[i:].startswith(_ZH_UNITS)):
-        return None
-    digits, value, current = token[:i], 0, 0
-    for ch in digits:
-        if ch in "十百":
-            value += (current or 1) * (10 if ch == "十" else 100)
-            current = 0
-        else:
-            current = _ZH_DIGITS[ch]
-    return str(value + current)
-
-
-def fact_anchors(text: str, names_from: str = "") -> set[str]:
-    """The parts of a statement that pin down its facts: numbers (digits, Chinese numerals and
-    English number words alike, units dropped: "200ms" = "200 毫秒" = 200) and names (tools,
-    products, people, places: "FastAPI", "Miso", "Berlin") — Latin words inside Chinese text,
-    quoted words, and in English the capitalised words that do not start a sentence. A word
-    written as a name in ``names_from`` (the other statement of a pair) counts as a name here
-    too, so "Alice owns…" and "…owned by Alice" agree. Two statements with the same anchors and
-    the same subject words are restatements; a changed number or name is a new fact."""
-    own = _facts(text)
-    other = _facts(names_from) if names_from else None
-    loose = own.loose
-    if other is not None and not (own.loose - other.loose and other.loose - own.loose):
-        # only a swap on both sides ("用 pnpm" / "用 npm") names different things; a word that one
-        # side merely adds is English borrowed into a Chinese sentence ("push 到 main 分支")
-        loose = frozenset()
-    names = own.names | (other.names if other is not None else frozenset())
-    return set(own.numbers | (names & own.words) | loose)
-
-
-@dataclass(frozen=True)
-class _Facts:
-    """What the dedup rules read from one statement, worked out once per text (:func:`_facts`)."""
-
-    terms: frozenset[str]  # search terms, numbers written one way, no units or filler
-    numbers: frozenset[str]
-    names: frozenset[str]  # Latin words it writes as names (lowercased)
-    loose: frozenset[str]  # plain lowercase Latin words inside Chinese text
-    words: frozenset[str]  # every Latin word (lowercased)
-    contrasts: frozenset[str]  # members of _CONTRASTS it mentions
-
-
-@lru_cache(maxsize=512)
-def _facts(text: str) -> _Facts:
-    """:class:`_Facts` of ``text``; cached, since a write compares one text with several neighbours
-    and each comparison reads both sides more than once."""
-    terms = _fact_terms(text)
-    names, loose = _names(text)
-    words = {m.group(0).lower() for m in _LATIN_WORD.finditer(unicodedata.normalize("NFKC", text))}
-    return _Facts(frozenset(terms), frozenset(t for t in terms if t[0].isdigit()), frozenset(names), frozenset(loose),
-                  frozenset(words), frozenset(_contrast_words(text)))
-
-
-def _fact_terms(text: str) -> set[str]:
-    """The statement's search terms with every number written one way ("09", "九点", "nine" → "9"),
-    without units and the words that only announce a memory ("记住：", "Note:")."""
-    out: set[str] = set()
-    for term in _text.query_terms(text)[0]:
-        if term in _UNITS or term in _FILLER:
-            continue
-        number = _LEADING_NUMBER.match(term)
-        zh = _zh_number(term) if _text.has_han(term) else None
-        if number:
-            out.add(number.group(0).lstrip("0") or "0")
-        elif term in _EN_NUMBERS:
-            out.add(str(_EN_NUMBERS[term]))
-        else:
-            out.add(zh if zh is not None else term)
-    return out
-
-
-def _names(text: str) -> tuple[set[str], set[str]]:
-    """Latin-script words that ``text`` writes as names (lowercased), and apart from them the
-    plain lowercase words inside Chinese text, which are names ("用 pnpm") or borrowed English
-    ("push 到 main 分支", "杭州 region"): :func:`fact_anchors` counts them only when both
-    statements have one the other lacks."""
-    text = unicodedata.normalize("NFKC", text)  # full-width letters, not case: capitals matter here
-    found = {q.strip().lower() for q in _QUOTED.findall(text)}
-    loose: set[str] = set()
-    has_han = _text.has_han(text)
-    for match in _LATIN_WORD.finditer(text):
-        word = match.group(0)
-        if word == "I" or word.lower() in _UNITS:
-            continue
-        start = text[:match.start()].rstrip()
-        sentence_start = not start or start[-1] in ".!?;。！？；\n"
-        # capitalised where a sentence does not start it: a name, even one spelled like a common word ("in Go")
-        capitalised = any(ch.isupper() for ch in word) and not (sentence_start and word[1:].islower())
-        if capitalised or (has_han and not word.isalpha()) or (has_han and word.lower() in _text._terms()[0]):
-            found.add(word.lower())
-        elif has_han:
-            loose.add(word.lower())
-    return found, loose
-
-
-def same_subject(old: str, new: str) -> bool:
-    """False when the two statements pin different facts or subjects: different numbers or names
-    (:func:`fact_anchors`), or different members of a set of parallel things (staging vs
-    production, frontend vs backend, Monday vs Friday). A near-repeat by cosine must pass this
-    before it is merged: e5 scores "the 'clicks' topic has 6 partitions" and "the 'orders' topic
-    has 6 partitions" at 0.97."""
-    return _shared_anchors(old, new) is not None
-
-
-def _shared_anchors(old: str, new: str) -> set[str] | None:
-    """The anchors both statements pin when they are about the same subject, else None."""
-    anchors = fact_anchors(old, new)
-    if anchors != fact_anchors(new, old):
-        return None
-    a, b = _facts(old).contrasts, _facts(new).contrasts
-    if any(a & group and b & group and (a & group) != (b & group) for group in _CONTRASTS):
-        return None
-    return anchors
-
-
-def _contrast_words(text: str) -> set[str]:
-    lowered = _text.normalize(text).lower()
-    words = set(re.findall(r"[a-z]+", lowered))
-    return {w for group in _CONTRASTS for w in group if (w in words if w.isascii() else w in lowered)}
-
-
-def restates(old: str, new: str) -> bool:
-    """Whether ``new`` says what ``old`` says in other words: the same non-empty anchors (see
-    :func:`fact_anchors`), words swapped rather than added (a paraphrase replaces words; a new
-    detail only adds them, and "…, also for locks" after "Redis for caching" is new), and at
-    most one more new word than dropped ones; numbers alone must come with a shared subject
-    word. Used below the near-repeat cosine, where similarity alone cannot tell a rewording
-    from a new fact about the same thing."""
-    anchors = _shared_anchors(old, new)
-    if not anchors:
-        return False
-    old_terms, new_terms = _facts(old).terms, _facts(new).terms
-    if all(x[0].isdigit() for x in anchors) and not (old_terms & new_terms) - anchors:
-        return False  # only a number in common ("10 o'clock" vs "10 seconds"): no shared subject
-    extra, missing = new_terms - old_terms, old_terms - new_terms
-    if extra and not missing:
-        return False
-    return len(extra) <= len(missing) + 1
+    have = {t.key for t in tokens(summary)}
+    norm = _text.normalize(summary)
+    return list(dict.fromkeys(t.key for t in tokens(source) if t.key not in have and not (_text.has_han(t.key) and t.key in norm)))
 
 
 def _central(vecs: np.ndarray, k: int) -> list[int]:

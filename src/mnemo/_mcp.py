@@ -28,7 +28,7 @@ TOOLS: dict[str, str] = {
     "remember": "remember", "recall": "recall", "context": "context", "forget": "forget", "restore": "restore",
     "recent": "recent", "list": "list", "get": "get", "history": "history", "stats": "stats", "edit": "edit",
     "review": "review", "confirm": "confirm", "gc": "gc", "consolidate": "consolidate", "log": "log",
-    "doctor": "doctor", "redact": "redact", "auto": "auto", "sources": "sources",
+    "doctor": "doctor", "redact": "redact", "auto": "auto", "sources": "sources", "resolve": "resolve",
 }
 
 INSTRUCTIONS = (
@@ -48,28 +48,84 @@ def _mem(m: Any) -> dict[str, Any]:
     return d
 
 
-def build_server(open_store: Callable[[], "Mnemo"]) -> Any:
-    """An ``MCPServer`` whose tools call the store returned by ``open_store`` (opened on first use)."""
-    from mcp.server.mcpserver import MCPServer
+def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str] = ("global", "default"),
+                 allow_consolidate_apply: bool = False) -> Any:
+    """An ``MCPServer`` whose tools call the store returned by ``open_store`` (opened on first use).
+
+    ``raw_scope`` is the scope setting as configured (value, origin). The server resolves it
+    for its own working folder at start, and again for the client's first MCP root when the
+    client offers roots (an assistant started in a repository names it there), so memories land
+    in that project's scope; an explicit ``--scope``/``MNEMO_SCOPE`` wins over both. Tools that
+    take a scope say which one is the default. ``allow_consolidate_apply`` (the setting
+    ``mcp_consolidate_apply``) lets the model apply a consolidation; otherwise it only previews."""
+    import anyio.to_thread
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server = MCPServer("mnemo", instructions=INSTRUCTIONS, log_level="WARNING")
+    from ._project import scope_from_setting
+
+    here = scope_from_setting(None, *raw_scope)
+    scoped = {"scope": here.scope, "why": here.why, "roots_checked": raw_scope[1] in ("flag", "MNEMO_SCOPE")}
+    note = (f" Default scope: {here.scope} ({here.why}); memories are saved there and recall adds global, "
+            "unless a scope is passed.")
+    server = MCPServer("mnemo", instructions=INSTRUCTIONS + note, log_level="WARNING")
     holder: dict[str, Any] = {}
 
     def store() -> "Mnemo":
         if "m" not in holder:
             holder["m"] = open_store()
+            holder["m"].scope = scoped["scope"]
         return holder["m"]
 
+    async def from_roots(ctx: Context) -> None:
+        """Once per server: the client's first file root decides the scope (MCP roots)."""
+        scoped["roots_checked"] = True
+        caps = ctx.client_capabilities
+        if caps is None or caps.roots is None:
+            return
+        import warnings
+
+        try:
+            with warnings.catch_warnings():  # roots are deprecated in newer protocol versions, still sent by clients
+                warnings.simplefilter("ignore")
+                roots = (await ctx.session.list_roots()).roots
+        except Exception:  # a client that declared roots but cannot answer: keep the folder's scope
+            return
+        for root in roots:
+            uri = str(root.uri)
+            if uri.startswith("file://"):
+                from urllib.parse import unquote, urlparse
+
+                choice = scope_from_setting(unquote(urlparse(uri).path), *raw_scope)
+                scoped.update(scope=choice.scope, why=f"{choice.why}, the client's root")
+                if "m" in holder:
+                    holder["m"].scope = choice.scope
+                return
+
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
+        import inspect
+        import typing
+
+        async def call(*args: Any, ctx: Context, **kwargs: Any) -> Any:
+            if not scoped["roots_checked"]:
+                await from_roots(ctx)
             try:
-                return fn(*args, **kwargs)
+                return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
             except MnemoError as exc:  # the model reads the message and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
-        server.add_tool(call, name=fn.__name__.rstrip("_"), description=(fn.__doc__ or "").strip())
+        # the SDK reads the tool's arguments from its signature; ctx is the request context it injects
+        hints = typing.get_type_hints(fn, include_extras=True)  # resolved: the SDK builds its schema from them
+        sig = inspect.signature(fn)
+        params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
+        call.__signature__ = sig.replace(parameters=[*params, inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)],  # type: ignore[attr-defined]
+                                         return_annotation=hints.get("return", sig.return_annotation))
+        call.__annotations__ = {**hints, "ctx": Context}
+        call.__name__, call.__doc__, call.__module__ = fn.__name__, fn.__doc__, fn.__module__
+        doc = (fn.__doc__ or "").strip()
+        if "scope" in sig.parameters:
+            doc += f" Default scope: {here.scope}."
+        server.add_tool(call, name=fn.__name__.rstrip("_"), description=doc)
         return call
 
     @tool
@@ -131,7 +187,7 @@ def build_server(open_store: Callable[[], "Mnemo"]) -> Any:
 
     @tool
     def list_(
-        scope: Annotated[str | None, Field(description="A scope (plus global), or 'all' (default).")] = "all",
+        scope: Annotated[str | None, Field(description="A scope (plus global), or 'all'; default: the server's scope (plus global).")] = None,
         type: Annotated[str | None, Field(description="Only memories of this type.")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories with all these tags.")] = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
@@ -172,9 +228,20 @@ def build_server(open_store: Callable[[], "Mnemo"]) -> Any:
         return {"memory": _mem(mem)}
 
     @tool
-    def review(limit: Annotated[int, Field(ge=1, le=500)] = 50) -> dict[str, Any]:
-        """Memories past their expiry or review date (confirm them or let them rest)."""
-        return {"results": [_mem(x) for x in store().review(limit=limit)]}
+    def review(limit: Annotated[int, Field(ge=1, le=500)] = 50, scope: Scope = None) -> dict[str, Any]:
+        """Memories past their expiry or review date (confirm them or let them rest), and possible conflicts: a newer
+        memory that may replace an older one, which only `resolve` (asked of the user) settles."""
+        m = store()
+        return {"scope": scope or m.scope, "results": [_mem(x) for x in m.review(limit=limit, scope=scope)],
+                "possible_conflicts": [{"new": _mem(c["new"]), "old": _mem(c["old"]), "why": c["why"]} for c in m.conflicts(scope=scope, limit=limit)]}
+
+    @tool
+    def resolve(
+        memory_id: MemoryId,
+        supersede: Annotated[bool, Field(description="True: the newer memory replaces the older one; false: keep both.")],
+    ) -> dict[str, Any]:
+        """Settle a possible conflict listed by `review` (memory_id: the newer memory), as the user decides."""
+        return {"memory": _mem(store().resolve(memory_id, supersede=supersede))}
 
     @tool
     def confirm(memory_id: MemoryId, expires: Annotated[str | None, Field(description="Next expiry (30d, a date).")] = None) -> dict[str, Any]:
@@ -191,7 +258,12 @@ def build_server(open_store: Callable[[], "Mnemo"]) -> Any:
         scope: Scope = None,
         apply: Annotated[bool, Field(description="Do it; the default only reports what would change.")] = False,
     ) -> dict[str, Any]:
-        """Merge fragments about one topic into a summary memory (fragments are archived, not deleted)."""
+        """Preview folding fragments about one topic into a summary memory: per group, the summary and what each
+        source would lose (a source whose facts the summary drops stays active). Applying needs the user's setting
+        mcp_consolidate_apply = true; then the covered sources are archived (restore SUMMARY_ID undoes it)."""
+        if apply and not allow_consolidate_apply:
+            raise ToolError("consolidate only previews over MCP; the user can apply it with `mnemo consolidate --apply` "
+                            "or allow it here with the setting mcp_consolidate_apply = true")
         return store().consolidate(scope=scope, apply=apply)
 
     @tool
@@ -242,6 +314,7 @@ def run_stdio(state: "CLIState") -> None:
     def open_store() -> "Mnemo":
         return stack.enter_context(state.open(create=True))
 
-    server = build_server(open_store)
+    config = state.config
+    server = build_server(open_store, raw_scope=config.raw_scope, allow_consolidate_apply=bool(config["mcp_consolidate_apply"]))
     with stack:
         server.run("stdio")

@@ -752,6 +752,10 @@ class PostgresStore(PgAuxTables):
         return [{"kind": k, "at": at, "cause": c, "data": json.loads(d)}
                 for k, at, c, d in self._q("SELECT kind, at, cause, data FROM events WHERE memory_id = %s ORDER BY pk", (memory_id,))]
 
+    def events_of_kind(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self._q(
+            "SELECT memory_id, at, cause, data FROM events WHERE kind = %s ORDER BY pk DESC LIMIT %s", (kind, limit))]
+
     def count(self, filters: Filters) -> int:
         where, args = _where(filters)
         return int(self._one(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0])  # type: ignore[index]

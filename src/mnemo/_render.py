@@ -68,6 +68,24 @@ def hits(results: list[Hit], explain: bool) -> None:
             )
 
 
+def scope_line(scope: str) -> None:
+    """Which scopes a listing shows (the shared default of recent, list and review)."""
+    out.print(f"[dim]scope: {escape('every scope' if scope == 'all' else scope + (' + global' if scope != 'global' else ''))}[/]")
+
+
+def review(scope: str, expired: list[Memory], conflicts: list[dict[str, Any]]) -> None:
+    """``mnemo review``: expired memories, then possible conflicts with the command that settles each."""
+    scope_line(scope)
+    out.print("[bold]past their expiry[/] (mnemo confirm ID)")
+    memories(expired)
+    out.print("[bold]possible conflicts[/] (mnemo resolve NEW_ID --supersede | --keep-both)")
+    if not conflicts:
+        out.print("[dim]none[/]")
+    for c in conflicts:
+        out.print(f"  {c['new'].id}  {escape(c['new'].content[:100])}")
+        out.print(f"    may replace {c['old'].id}  {escape(c['old'].content[:100])}  [dim]({escape(c['why'])})[/]")
+
+
 def memories(items: list[Memory]) -> None:
     if not items:
         out.print("[dim]no memories[/]")
@@ -183,5 +201,12 @@ def consolidation(report: dict[str, Any]) -> None:
     verb = "consolidated" if report["applied"] else "would consolidate"
     out.print(f"{verb} {len(groups)} groups in {escape(report['scope'])}" + ("" if report["applied"] or not groups else " (run with --apply)"))
     for g in groups:
-        into = f" → {g['summary_id']}" if g.get("summary_id") else ""
-        out.print(f"  {len(g['sources'])} memories{into}: {escape(g['summary'][:100])}")
+        into = f" → {g['summary_id']} (undo: mnemo restore {g['summary_id']})" if g.get("summary_id") else ""
+        out.print(f"  {len(g['sources'])} memories{into}")
+        out.print(f"    summary: {escape(g['summary'][:300])}")
+        if g.get("skipped"):
+            out.print(f"    [yellow]skipped[/]: {escape(g['skipped'])}")
+        elif g["archive"]:
+            out.print(f"    {'archived' if report['applied'] else 'would archive'} {len(g['archive'])}: the summary carries all their facts")
+        for k in g.get("keep", []):
+            out.print(f"    [yellow]stays active[/] {k['id']}: the summary lacks {escape(', '.join(k['lost'][:8]))} — {escape(k['content'][:80])}")

@@ -626,6 +626,11 @@ class SQLiteStore(AuxTables):
             for k, at, c, d in self.conn.execute("SELECT kind, at, cause, data FROM events WHERE memory_id = ? ORDER BY pk", (memory_id,))
         ]
 
+    def events_of_kind(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest events of one kind across the store: ``{"memory_id", "at", "cause", "data"}``."""
+        return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self.conn.execute(
+            "SELECT memory_id, at, cause, data FROM events WHERE kind = ? ORDER BY pk DESC LIMIT ?", (kind, limit))]
+
     def count(self, filters: Filters) -> int:
         where, args = filters.where()
         return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", args).fetchone()[0])

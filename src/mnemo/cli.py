@@ -211,12 +211,13 @@ def _read_batch(path: str) -> list[dict[str, Any]]:
 def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> None:
     """Memories saved in the last few days."""
     with state.open() as m:
+        shown = scope or m.scope
         mems = m.recent(days=days, limit=limit, scope=scope)
-    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
 
 
 @command("list")
-@click.option("--scope", default="all", show_default=True, help="Scope (plus global), or 'all'.")
+@click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
 @click.option("--type", "types", multiple=True, help="Only these types.")
 @click.option("--tags", help="Only memories with all these tags.")
 @click.option("--since")
@@ -224,13 +225,14 @@ def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> N
 @click.option("--status", "statuses", multiple=True, type=click.Choice(["active", "superseded", "archived", "deleted"]), help="Statuses to list (default active).")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
-def list_cmd(state: CLIState, scope: str, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
+def list_cmd(state: CLIState, scope: str | None, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
              statuses: tuple[str, ...], limit: int, offset: int) -> None:
     """List memories, newest first, with filters."""
     type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
     with state.open() as m:
-        mems = m.list(scope=scope, types=type_list, tags=tags, since=since, until=until, statuses=statuses or ("active",), limit=limit, offset=offset)
-    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+        shown = scope or m.scope
+        mems = m.list(scope=shown, types=type_list, tags=tags, since=since, until=until, statuses=statuses or ("active",), limit=limit, offset=offset)
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
 
 
 @command("show")
@@ -312,11 +314,36 @@ def edit_cmd(state: CLIState, memory_id: str, content: str | None, mtype: str | 
 
 @command("review")
 @click.option("--limit", type=int, default=100, show_default=True)
-def review_cmd(state: CLIState, limit: int) -> None:
-    """Memories past their expiry or review date: confirm them (mnemo confirm ID) or let them rest."""
+@click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
+def review_cmd(state: CLIState, limit: int, scope: str | None) -> None:
+    """What needs a person: memories past their expiry (confirm them: mnemo confirm ID) and possible
+    conflicts the write rules could not settle (mnemo resolve NEW_ID --supersede | --keep-both)."""
     with state.open() as m:
-        mems = m.review(limit=limit)
-    state.emit([x.to_dict() for x in mems], lambda: _render.memories(mems))
+        shown = scope or m.scope
+        mems = m.review(limit=limit, scope=scope)
+        conflicts = m.conflicts(scope=scope, limit=limit)
+    data = {"scope": shown, "expired": [x.to_dict() for x in mems],
+            "possible_conflicts": [{"new": c["new"].to_dict(), "old": c["old"].to_dict(), "why": c["why"], "at": c["at"]} for c in conflicts]}
+    state.emit(data, lambda: _render.review(shown, mems, conflicts))
+
+
+@command("resolve")
+@click.argument("memory_id")
+@click.option("--supersede/--keep-both", required=True, help="The newer memory replaces the older one, or both stay.")
+def resolve_cmd(state: CLIState, memory_id: str, supersede: bool) -> None:
+    """Settle a possible conflict listed by `mnemo review` (ID: the newer memory)."""
+    with state.open() as m:
+        mem = m.resolve(memory_id, supersede=supersede)
+    state.emit(mem.to_dict(), lambda: _render.line(
+        f"{mem.id} now replaces the older memory (undo: mnemo restore on the older one)" if supersede else f"kept both; {mem.id} is settled"))
+
+
+@command("scope")
+def scope_cmd(state: CLIState) -> None:
+    """The scope commands use in this folder, and why (flag, MNEMO_SCOPE, .mnemo.toml, git project, config)."""
+    c = state.config
+    data = {"scope": c["scope"], "why": c.origins["scope"], "folder": os.getcwd()}
+    state.emit(data, lambda: _render.line(f"{data['scope']}  ({data['why']})"))
 
 
 @command("confirm")

@@ -1,0 +1,108 @@
+"""The pair rules behind write-time decisions (``mnemo._pairs``), without a model: what says two
+statements are about two subjects, what a repeat may and may not add, what replaces what."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo._pairs import adds_nothing, other_facts, other_subject, replaces, shares_topic, tokens
+
+
+@pytest.mark.parametrize("old,new", [
+    ("worker 1 note 2: 第 2 条并发写入 from process 1", "worker 2 note 2: 第 2 条并发写入 from process 2"),
+    ("worker 1 note 1: 第 1 条并发写入 from process 1", "worker 1 note 2: 第 2 条并发写入 from process 1"),
+    ("On-call week 10: Priya Raman (primary).", "On-call week 11: Priya Raman (primary)."),
+    ("订单数据保存在 MySQL 中，每天凌晨备份", "用户数据保存在 MySQL 中，每天凌晨备份"),
+    ("The Kafka 'clicks' topic has 6 partitions.", "The Kafka 'orders' topic has 6 partitions."),
+    ("生产数据库每天凌晨三点备份。", "测试数据库每天凌晨三点备份。"),
+    ("The iOS release goes out on Thursday.", "The Android release goes out on Thursday."),
+    ("周二的发版窗口是晚上 8 点到 9 点。", "周四的发版窗口是晚上 8 点到 9 点。"),
+    ("生产环境的日志保留 30 天。", "Staging logs are retained for 30 days."),  # across languages
+    ("王磊是后端工程师，主要写 Go，2021 年入职。", "赵敏是后端工程师，主要写 Go，2021 年入职。"),
+    ("exp-0412 note 3: switched tokenizer caching off.", "exp-0413 note 3: switched tokenizer caching off."),
+])
+def test_one_template_about_two_subjects(old: str, new: str) -> None:
+    assert other_subject(old, new), (old, new)
+    assert not adds_nothing(old, new) and replaces(old, new) is None
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The upload API must reject files larger than 25 MB", "另外上传接口的大小限制改成 50 MB"),  # 上传 is upload, not its rival
+    ("生产数据库每天凌晨 3 点做一次全量备份，保留 14 天。", "生產資料庫每天凌晨 3 點做一次全量備份，保留 14 天。"),  # jieba cuts 資料庫 apart
+    ("CI 跑在 Jenkins 上", "CI 迁移到了 GitHub Actions"),
+])
+def test_same_subject_is_not_mistaken_for_another(old: str, new: str) -> None:
+    assert other_subject(old, new) is None
+
+
+@pytest.mark.parametrize("old,new", [
+    ("CI 流水线必须在十分钟内跑完。", "CI 流水线必须在 10 分钟内跑完。"),  # numbers written one way
+    ("Never push directly to the main branch.", "Remember: never push directly to main branch."),
+    ("Redis 的 maxmemory-policy 设成 allkeys-lru，maxmemory 是 4GB。", "Redis 的 maxmemory 是 4GB。"),  # says less
+    ("生产数据库每天凌晨 3 点做一次全量备份，保留 14 天。", "生產資料庫每天凌晨 3 點做一次全量備份，保留 14 天。"),
+])
+def test_a_repeat_adds_nothing(old: str, new: str) -> None:
+    assert adds_nothing(old, new)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("The API server listens on port 8080.", "The API server listens on port 8081."),  # changed number
+    ("The frontend team lead is Maria.", "The backend team lead is David."),  # other names
+    ("我们用 Redis 做缓存。", "我们用 Redis 做缓存，也用它做分布式锁。"),  # a detail added
+    ("Redis for caching", "Redis for caching and rate limiting"),
+    ("the staging database runs PostgreSQL", "the staging database runs PostgreSQL with nightly backups"),
+    ("当前 on-call 值班负责人是王磊。", "当前 on-call 值班负责人是赵敏。"),  # one word swapped where the value sits
+    ("All monetary amounts are stored as integer cents.", "数据库里的金额一律存成整数（单位：分）。"),  # two languages: never merged
+    ("我们不用 MongoDB。", "我们用 MongoDB。"),  # negation differs
+])
+def test_new_facts_are_not_repeats(old: str, new: str) -> None:
+    assert not adds_nothing(old, new)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("CI 跑在 Jenkins 上", "CI 迁移到了 GitHub Actions"),  # a move to a new name, the old one never named
+    ("The upload API must reject files larger than 25 MB", "另外上传接口的大小限制改成 50 MB"),  # across languages
+    ("The API server listens on port 8080", "The API server listens on port 9090"),
+    ("We orchestrate all ETL with Airflow 2.7.", "We moved off Airflow; ETL orchestration is done in Dagster now."),
+    ("缓存层用 Memcached。", "缓存层全部迁到 Redis 7，Memcached 集群已下线。"),
+    ("当前 on-call 值班负责人是王磊。", "当前 on-call 值班负责人是赵敏。"),  # a single-valued slot
+    ("项目采用 A 方案", "项目改用 B 方案"),
+])
+def test_a_replacement_is_sure(old: str, new: str) -> None:
+    found = replaces(old, new)
+    assert found is not None and found[1], (old, new, found)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("ranker-v7 is the production ranking model.", "We're considering replacing ranker-v7 with a two-tower model next quarter."),  # a plan
+    ("我习惯用 pnpm，不用 npm 或 yarn。", "I use pnpm rather than npm or yarn."),  # old itself rejects npm
+    ("组件库的主色是 #1F6FEB，深色模式下换成 #58A6FF。", "深色模式的主色用 #58A6FF。"),  # new names nothing new
+    ("Redis for caching", "Redis also handles rate limiting"),  # an addition
+    ("我们用 Redis 做缓存。", "要不要改用 Memcached？"),  # a question
+])
+def test_no_replacement(old: str, new: str) -> None:
+    found = replaces(old, new)
+    assert found is None or not found[1], (old, new, found)
+
+
+def test_a_word_swapped_at_the_end_is_only_a_possible_conflict() -> None:
+    assert replaces("Redis for caching", "Redis for rate limiting") == ("cach → rate limit?", False)
+
+
+def test_replacing_a_statement_must_not_hide_its_other_clauses() -> None:
+    assert other_facts("我的名字是张伟，时区是 UTC+8", "我现在的时区是 UTC-5") == "我的名字是张伟"
+    assert other_facts("The API server listens on port 8080", "The API server listens on port 9090") is None
+
+
+def test_topics_are_shared_words_names_or_glossary_translations() -> None:
+    assert shares_topic("Redis is used for caching product pages", "Redis also backs the rate limiter")
+    assert shares_topic("数据库每天备份", "The database is backed up daily")  # 数据库 = database (glossary)
+    assert not shares_topic("Invoices are generated on the 1st of each month", "The staging database is refreshed every Monday")
+    assert not shares_topic("今年的目标是把 Rust 学到能写 CLI 工具", "我习惯用 Neovim 写代码")
+
+
+def test_tokens_write_numbers_one_way() -> None:
+    assert [t.key for t in tokens("CI 流水线必须在十分钟内跑完") if t.kind == "num"] == ["10"]
+    assert [t.key for t in tokens("CI must take less than ten minutes") if t.kind == "num"] == ["10"]
+    assert [(t.key, t.id_of) for t in tokens("worker 2 note 3") if t.kind == "num"] == [("2", "worker"), ("3", "note")]
+    assert {t.key for t in tokens("用 FastAPI 和 orders-api") if t.kind == "name"} == {"fastapi", "orders-api"}
