@@ -3,9 +3,9 @@
 The asymmetry this module is built around (DESIGN.md, Safety): a missed merge costs one
 duplicate line, while a wrong merge or a wrong supersede removes a fact from recall. So:
 
-* **merge** only when the new statement adds nothing: every number, name, contrast word and
-  content word of it is already in the old one (words may be swapped for synonyms only when the
-  statement's anchors agree and the cosine is very high);
+* **merge** only when the new statement adds nothing: every number and name of it is in the old
+  one, it negates what the old one negates, and its other words are the old one's or stand in
+  place of them (at most half, none where the value sits), above the model's merge margin;
 * **supersede** only when the conflict rules (:mod:`mnemo._conflict`) see a new value or a
   retirement *and* the two statements have the same subject: a swapped identifier ("worker 1" /
   "worker 2", "week 10" / "week 11"), a swapped member of a set of parallel things (staging /
@@ -239,8 +239,9 @@ def _contrasts(text: str) -> dict[int, set[int]]:
 
 def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
     """Does ``new`` say nothing ``old`` does not? Every number and name of it is in ``old``, it
-    negates what ``old`` negates, and at most a third of its words are new, each in place of an
-    old one (a rewording swaps a word or two; a detail adds words and drops none)."""
+    negates what ``old`` negates, no word is swapped where the value sits, and at most half of its
+    words are new, each in place of an old one (a rewording swaps words; a detail adds words and
+    drops none)."""
     d = d or diff(old, new)
     if d.cross or not d.n_new:
         return False  # words of two languages cannot be compared here: keep both (a missed merge is cheap)
@@ -253,7 +254,7 @@ def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
     if bool(na) != bool(nb):
         return False
     # new words must replace old ones (a rewording), never come on top of them (a detail)
-    return len(d.only_new) * 3 <= d.n_new and len(d.only_new) <= len(d.only_old)
+    return len(d.only_new) * 2 <= d.n_new and len(d.only_new) <= len(d.only_old)
 
 
 def anchors(text: str) -> frozenset[str]:
