@@ -20,6 +20,7 @@ from mnemo._pairs import adds_nothing, other_facts, other_subject, replaces, sha
     ("生产环境的日志保留 30 天。", "Staging logs are retained for 30 days."),  # across languages
     ("王磊是后端工程师，主要写 Go，2021 年入职。", "赵敏是后端工程师，主要写 Go，2021 年入职。"),
     ("exp-0412 note 3: switched tokenizer caching off.", "exp-0413 note 3: switched tokenizer caching off."),
+    ("华东区的客户由销售李娜负责跟进。", "华南区的客户由销售李娜负责跟进。"),  # held-out split f: once merged
 ])
 def test_one_template_about_two_subjects(old: str, new: str) -> None:
     assert other_subject(old, new), (old, new)
@@ -78,6 +79,9 @@ def test_a_replacement_is_sure(old: str, new: str) -> None:
     ("我习惯用 pnpm，不用 npm 或 yarn。", "I use pnpm rather than npm or yarn."),  # old itself rejects npm
     ("组件库的主色是 #1F6FEB，深色模式下换成 #58A6FF。", "深色模式的主色用 #58A6FF。"),  # new names nothing new
     ("Redis for caching", "Redis also handles rate limiting"),  # an addition
+    # held-out split e: once superseded ("fonts" is a single-valued slot, "require" no value)
+    ("Compile the thesis with latexmk -xelatex because the bibliography uses biber and the CJK fonts need XeLaTeX.",
+     "Thesis builds via latexmk -xelatex; biber plus the CJK fonts require it."),
     ("我们用 Redis 做缓存。", "要不要改用 Memcached？"),  # a question
 ])
 def test_no_replacement(old: str, new: str) -> None:

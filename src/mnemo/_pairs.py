@@ -133,7 +133,13 @@ def _zh_number(token: str) -> tuple[str, str] | None:
 
 
 def _simplified(text: str) -> str:
-    return _text._to_simplified(text) if _text.has_han(text) else text
+    """Mainland simplified Chinese with its vocabulary (zh-cn: 資料庫 → 数据库, not 资料库), so that
+    one statement in two scripts compares equal word for word."""
+    if not _text.has_han(text):
+        return text
+    import zhconv_rs  # lazy: only Chinese text needs it
+
+    return zhconv_rs.zhconv(text, "zh-cn")
 
 
 @dataclass(frozen=True)
@@ -212,9 +218,6 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
         kinds = {t.kind for t in part_a + part_b}
         if kinds <= {"num"}:
             continue  # a number followed by its unit or slot word: a value, not a subject
-        ja, jb = "".join(t.key for t in part_a), "".join(t.key for t in part_b)
-        if _text.has_han(ja + jb) and len(set(ja) & set(jb)) * 2 > max(len(set(ja)), len(set(jb))):
-            continue  # the same words cut apart differently (生产数据库 / 生产资料库 from 生產資料庫)
         if sum(1 for t in tail if t.key in {x.key for x in tokens(new)}) >= max(2, (len(tail) + 1) // 2):
             return f"{' '.join(t.key for t in part_a)} / {' '.join(t.key for t in part_b)}"
     return None
@@ -354,6 +357,8 @@ def slot_change(old: str, new: str, d: Diff | None = None) -> str | None:
     if found is None or not found[2] or planned(new):
         return None
     part_a, part_b, _ = found
+    if all(t.kind == "word" and t.key.isascii() for t in part_b):
+        return None  # an English value is a name or a number ("requires it" is no new value)
     head = {t.key for t in tokens(old)} - {t.key for t in part_a}
     if not head & _SINGLE and not any(w in _text.normalize(old) for w in _SINGLE if not w.isascii()):
         return None
