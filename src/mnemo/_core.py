@@ -406,7 +406,8 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         scored (see ``mnemo._rank``). Returns at most ``top_k`` hits above the relevance floor.
         ``touch=False`` does not count the recall as an access (benchmarks, scripts). Superseded,
         archived and expired memories are left out unless asked for; ``expand`` adds each hit's
-        ``related`` memories after it (marked with ``via``)."""
+        ``related`` memories after it, each marked with ``via`` (the hit it is linked to) and
+        ``link`` (the link's kind and strength)."""
         if mode not in ("hybrid", "vector", "fts"):
             raise InvalidInputError(f"mode must be hybrid, vector or fts, not {mode!r}")
         if not isinstance(query, str) or not query.strip():
@@ -481,7 +482,8 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                 if other is None or other.status not in filters.statuses or (filters.scopes is not None and other.scope not in filters.scopes):
                     continue
                 seen.add(other.id)
-                out.append(Hit(memory=other, score=hit.score * rel["strength"], similarity=None, via=hit.memory.id))
+                out.append(Hit(memory=other, score=hit.score * rel["strength"], similarity=None, via=hit.memory.id,
+                               link={"kind": rel["kind"], "strength": rel["strength"]}))
         return out
 
     def _drop_common_terms(self, terms: list[str]) -> list[str]:

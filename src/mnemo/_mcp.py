@@ -61,11 +61,13 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
     import anyio.to_thread
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.resolve import ListRoots, Resolve
+    from mcp_types import ListRootsResult
 
     from ._project import scope_from_setting
 
     here = scope_from_setting(None, *raw_scope)
-    scoped = {"scope": here.scope, "why": here.why, "roots_checked": raw_scope[1] in ("flag", "MNEMO_SCOPE")}
+    scoped: dict[str, Any] = {"scope": here.scope, "why": here.why, "roots_checked": raw_scope[1] in ("flag", "MNEMO_SCOPE")}
     note = (f" Default scope: {here.scope} ({here.why}); memories are saved there and recall adds global, "
             "unless a scope is passed.")
     server = MCPServer("mnemo", instructions=INSTRUCTIONS + note, log_level="WARNING")
@@ -77,21 +79,20 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
             holder["m"].scope = scoped["scope"]
         return holder["m"]
 
-    async def from_roots(ctx: Context) -> None:
-        """Once per server: the client's first file root decides the scope (MCP roots)."""
-        scoped["roots_checked"] = True
+    def ask_roots(ctx: Context) -> Any:
+        """Resolver: the client's roots, asked once per server (MCP roots; the SDK asks them in the
+        way the negotiated protocol wants), None when known already or the client has none."""
         caps = ctx.client_capabilities
-        if caps is None or caps.roots is None:
-            return
-        import warnings
+        if scoped["roots_checked"] or caps is None or caps.roots is None:
+            return None
+        return ListRoots()
 
-        try:
-            with warnings.catch_warnings():  # roots are deprecated in newer protocol versions, still sent by clients
-                warnings.simplefilter("ignore")
-                roots = (await ctx.session.list_roots()).roots
-        except Exception:  # a client that declared roots but cannot answer: keep the folder's scope
-            return
-        for root in roots:
+    ask_roots.__annotations__ = {"ctx": Context, "return": Any}  # resolved here: Context is imported in this function
+
+    def use_roots(result: Any) -> None:
+        """The client's first file root decides the scope (unless a flag or MNEMO_SCOPE did)."""
+        scoped["roots_checked"] = True
+        for root in getattr(result, "roots", None) or []:
             uri = str(root.uri)
             if uri.startswith("file://"):
                 from urllib.parse import unquote, urlparse
@@ -106,9 +107,9 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
         import inspect
         import typing
 
-        async def call(*args: Any, ctx: Context, **kwargs: Any) -> Any:
+        async def call(*args: Any, client_roots: Any = None, **kwargs: Any) -> Any:
             if not scoped["roots_checked"]:
-                await from_roots(ctx)
+                use_roots(client_roots)
             try:
                 return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
             except MnemoError as exc:  # the model reads the message and can correct itself
@@ -118,9 +119,11 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
         hints = typing.get_type_hints(fn, include_extras=True)  # resolved: the SDK builds its schema from them
         sig = inspect.signature(fn)
         params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
-        call.__signature__ = sig.replace(parameters=[*params, inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)],  # type: ignore[attr-defined]
-                                         return_annotation=hints.get("return", sig.return_annotation))
-        call.__annotations__ = {**hints, "ctx": Context}
+        roots_param = Annotated[ListRootsResult | None, Resolve(ask_roots)]  # filled by the SDK, not by the model
+        call.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*params, inspect.Parameter("client_roots", inspect.Parameter.KEYWORD_ONLY, annotation=roots_param, default=None)],
+            return_annotation=hints.get("return", sig.return_annotation))
+        call.__annotations__ = {**hints, "client_roots": roots_param}
         call.__name__, call.__doc__, call.__module__ = fn.__name__, fn.__doc__, fn.__module__
         doc = (fn.__doc__ or "").strip()
         if "scope" in sig.parameters:

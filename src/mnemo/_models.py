@@ -70,7 +70,8 @@ class Hit:
     score: float
     similarity: float | None
     explain: dict[str, Any] | None = None
-    via: str | None = None  # set when the hit was added by --expand: the id of the hit it is related to
+    via: str | None = None  # set when the hit was added by --expand: the id of the hit it is linked to
+    link: dict[str, Any] | None = None  # …and how: {"kind": "related", "strength": the cosine when it was linked}
 
     def to_dict(self) -> dict[str, Any]:
         """Flat JSON-ready dict: the memory's fields plus ``score``/``similarity``/``explain``."""
@@ -81,6 +82,7 @@ class Hit:
             out["explain"] = self.explain
         if self.via is not None:
             out["via"] = self.via
+            out["link"] = self.link
         return out
 
 

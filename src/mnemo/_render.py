@@ -58,6 +58,8 @@ def hits(results: list[Hit], explain: bool) -> None:
         tags = f" · #{' #'.join(m.tags)}" if m.tags else ""
         out.print(f"[bold]{n}.[/] {escape(m.content)}")
         out.print(f"   [dim]{h.score:.3f} · {m.type} · {escape(m.scope)} · {_when(m.created_at)} · {m.id}{escape(tags)}[/]")
+        if h.via is not None and h.link is not None:  # added by --expand, not found by the query itself
+            out.print(f"   [magenta]↳ linked ({h.link['kind']}, strength {h.link['strength']:.2f}) to {h.via}, not matched by the query[/]")
         if explain and h.explain:
             e = h.explain
             sim = "—" if e["similarity"] is None else f"{e['similarity']:.3f} (baseline {e['baseline']:.3f})"
