@@ -55,6 +55,7 @@ def test_a_repeat_adds_nothing(old: str, new: str) -> None:
     ("当前 on-call 值班负责人是王磊。", "当前 on-call 值班负责人是赵敏。"),  # one word swapped where the value sits
     ("All monetary amounts are stored as integer cents.", "数据库里的金额一律存成整数（单位：分）。"),  # two languages: never merged
     ("我们不用 MongoDB。", "我们用 MongoDB。"),  # negation differs
+    ("本季度目标是接口 P95 延迟低于 200ms。", "目前接口 P95 延迟的大头在搜索接口。"),  # says less, and names 搜索
 ])
 def test_new_facts_are_not_repeats(old: str, new: str) -> None:
     assert not adds_nothing(old, new)
@@ -83,6 +84,9 @@ def test_a_replacement_is_sure(old: str, new: str) -> None:
     ("Compile the thesis with latexmk -xelatex because the bibliography uses biber and the CJK fonts need XeLaTeX.",
      "Thesis builds via latexmk -xelatex; biber plus the CJK fonts require it."),
     ("我们用 Redis 做缓存。", "要不要改用 Memcached？"),  # a question
+    ("The staging Redis is on port 6380.", "The staging Postgres is on port 5433."),  # another service, another port
+    ("测试环境数据库端口是 5433。", "测试环境 Web 服务端口是 8080。"),
+    ("测试环境 Redis 端口是 6380。", "测试环境 Postgres 端口是 5433。"),
 ])
 def test_no_replacement(old: str, new: str) -> None:
     found = replaces(old, new)

@@ -83,6 +83,9 @@ class Tok:
 def tokens(text: str) -> tuple[Tok, ...]:
     """The statement's content tokens in order (numbers, names, words); stop words dropped."""
     cased = _simplified(unicodedata.normalize("NFKC", text))
+    # capitalised where no sentence starts: a name even in English ("the staging Postgres")
+    capitalised = {m.group(0) for m in re.finditer(r"[A-Z][\w.+#-]*", cased)
+                   if m.group(0) != "I" and cased[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", "。", "！", "？", "\n")}
     out: list[Tok] = []
     prev = ""
     for raw in _text._split(cased, search_mode=False):
@@ -98,8 +101,8 @@ def tokens(text: str) -> tuple[Tok, ...]:
                 out.append(Tok(zh[1], "word", ""))
         elif r not in _STOP:
             # a name: written with capitals past its first letter or with digits and punctuation
-            # (FastAPI, orders-api, db-staging.internal), or capitalised inside Chinese text
-            kind = "name" if r.isascii() and (_NAMEISH.search(r) or any(c.isupper() for c in raw[1:])
+            # (FastAPI, orders-api, db-staging.internal), or capitalised where no sentence starts
+            kind = "name" if r.isascii() and (_NAMEISH.search(r) or any(c.isupper() for c in raw[1:]) or raw in capitalised
                                               or (raw[:1].isupper() and _text.has_han(cased))) else "word"
             key = _text._stemmer().stemWord(r) if r.isascii() and r.isalpha() else r
             out.append(Tok(key, kind, ""))
@@ -251,10 +254,12 @@ def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
     if other_subject(old, new, d):
         return False
     swap = swapped(d)
-    if not anchors(new) <= anchors(old) or (swap is not None and swap[2]):
+    if not anchors(new) <= {t.key for t in tokens(old)} or (swap is not None and swap[2]):
         return False  # a word swapped at the end, where the value sits ("负责人是王磊" / "…是赵敏"), is a new fact
     na, nb = _NEGATION.search(_text.normalize(old).lower()), _NEGATION.search(_text.normalize(new).lower())
     if bool(na) != bool(nb):
+        return False
+    if _new_things(old, new, d):
         return False
     # new words must replace old ones (a rewording), never come on top of them (a detail)
     return len(d.only_new) * 2 <= d.n_new and len(d.only_new) <= len(d.only_old)
@@ -315,8 +320,8 @@ def value_swap(old: str, new: str, d: Diff | None = None) -> str | None:
         return None
     words_a = [t for t in d.only_old if t.kind != "num"]
     words_b = [t for t in d.only_new if t.kind != "num"]
-    if d.overlap < 0.5 or len(words_a) > 2 or len(words_b) > 2:
-        return None
+    if d.overlap < 0.5 or len(words_a) > 2 or len(words_b) > 2 or _new_things(old, new, d):
+        return None  # another thing beside the new number (Redis port → Postgres port) is another subject
     return f"{' '.join(a_num)} → {' '.join(b_num)}"
 
 
@@ -466,3 +471,23 @@ def _enumerates(reason: str, detail: str) -> bool:
         return False
     head = detail.split("→")[0].strip().split()
     return len(head) >= 2 and head[-2].casefold().lstrip("#") in _ID_WORDS | {""}
+
+
+@lru_cache(maxsize=4096)
+def _han_nouns(text: str) -> frozenset[str]:
+    """The Chinese nouns of a statement (jieba's part-of-speech tags n*, vn): what it talks about.
+    A new one in a "repeat" or beside a changed number names another thing (目前接口延迟的大头在
+    搜索接口; 测试环境数据库端口 → 测试环境 Web 服务端口)."""
+    import rjieba
+
+    cased = _simplified(unicodedata.normalize("NFKC", text))
+    return frozenset(w.lower() for w, tag in rjieba.tag(cased) if (tag.startswith("n") or tag == "vn") and _text.has_han(w))
+
+
+def _new_things(old: str, new: str, d: Diff) -> bool:
+    """Does ``new`` name a thing ``old`` does not: a name, or a Chinese noun (checked by substring:
+    jieba may cut the same noun apart differently in the two)?"""
+    if any(t.kind == "name" for t in d.only_new):
+        return True
+    norm_old = _simplified(_text.normalize(old))
+    return any(t.key in _han_nouns(new) and t.key not in norm_old for t in d.only_new)
