@@ -182,16 +182,19 @@ class LifecycleOps:
     def _apply_decision(self: "Mnemo", decision: Decision, mem: Memory) -> None:
         """Record a decision's links and status changes once ``mem`` is stored (same transaction)."""
         if decision.action == "superseded" and decision.target is not None:
-            old = decision.target
-            self.store.set_status(old.id, "superseded", superseded_by=mem.id)
-            self.store.add_event(old.id, "superseded", decision.detail, {"by": mem.id})
-            self.store.add_relation(mem.id, old.id, "supersedes", 1.0)
-            self.store.add_event(mem.id, "supersedes", decision.detail, {"old": old.id})
+            self._supersede(decision.target, mem, decision.detail)
         elif decision.action == "related":
             for other, cos in decision.related or []:
                 self.store.add_relation(mem.id, other.id, "related", round(cos, 4))
             if decision.conflict_with is not None:
                 self.store.add_event(mem.id, "possible_conflict", decision.detail, {"with": decision.conflict_with.id})
+
+    def _supersede(self: "Mnemo", old: Memory, new: Memory, why: str) -> None:
+        """``new`` replaces ``old`` (inside the caller's transaction): status, link and both histories."""
+        self.store.set_status(old.id, "superseded", superseded_by=new.id)
+        self.store.add_event(old.id, "superseded", why, {"by": new.id})
+        self.store.add_relation(new.id, old.id, "supersedes", 1.0)
+        self.store.add_event(new.id, "supersedes", why, {"old": old.id})
 
     # ------------------------------------------------------------ edit and undo
 
@@ -351,10 +354,7 @@ class LifecycleOps:
         old = pending["old"]
         with self.store.transaction():
             if supersede:
-                self.store.set_status(old.id, "superseded", superseded_by=mem.id)
-                self.store.add_event(old.id, "superseded", "resolve: replaced by a newer statement", {"by": mem.id})
-                self.store.add_relation(mem.id, old.id, "supersedes", 1.0)
-                self.store.add_event(mem.id, "supersedes", "resolve", {"old": old.id})
+                self._supersede(old, mem, "resolve: replaced by a newer statement")
             self.store.add_event(mem.id, "conflict_resolved", "resolve", {"with": old.id, "kept": "new" if supersede else "both"})
         return self.get(mem.id)
 

@@ -72,6 +72,31 @@ _STOP = frozenset(
 )
 
 
+#: Chinese numerals and the measure words after which a numeral is a quantity ("十分钟" = 10
+#: minutes; "一家" is "a", not 1), and English number words
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万", "行", "条", "张", "位", "名")
+_EN_NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+_EN_NUMBERS.update({"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100"})
+
+
+def _zh_number(token: str) -> tuple[str, str] | None:
+    """``十分钟`` → ("10", "分钟"), ``二十五天`` → ("25", "天"); None unless a measure word follows."""
+    i = 0
+    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] in "十百"):
+        i += 1
+    if i == 0 or not token[i:].startswith(_ZH_UNITS):
+        return None
+    value, current = 0, 0
+    for ch in token[:i]:
+        if ch in "十百":
+            value += (current or 1) * (10 if ch == "十" else 100)
+            current = 0
+        else:
+            current = _ZH_DIGITS[ch]
+    return str(value + current), token[i:]
+
+
 @dataclass(frozen=True)
 class Tok:
     key: str  # comparison key: lowercased, numbers without leading zeros
@@ -108,31 +133,6 @@ def tokens(text: str) -> tuple[Tok, ...]:
             out.append(Tok(key, kind, ""))
         prev = r if r not in ("的", "the", ":", "：") else prev
     return tuple(out)
-
-
-#: Chinese numerals and the measure words after which a numeral is a quantity ("十分钟" = 10
-#: minutes; "一家" is "a", not 1), and English number words
-_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_ZH_UNITS = ("毫秒", "分钟", "小时", "个月", "秒", "天", "周", "年", "点", "岁", "次", "个", "倍", "人", "台", "万", "行", "条", "张", "位", "名")
-_EN_NUMBERS = {w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
-_EN_NUMBERS.update({"twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100"})
-
-
-def _zh_number(token: str) -> tuple[str, str] | None:
-    """``十分钟`` → ("10", "分钟"), ``二十五天`` → ("25", "天"); None unless a measure word follows."""
-    i = 0
-    while i < len(token) and (token[i] in _ZH_DIGITS or token[i] in "十百"):
-        i += 1
-    if i == 0 or not token[i:].startswith(_ZH_UNITS):
-        return None
-    value, current = 0, 0
-    for ch in token[:i]:
-        if ch in "十百":
-            value += (current or 1) * (10 if ch == "十" else 100)
-            current = 0
-        else:
-            current = _ZH_DIGITS[ch]
-    return str(value + current), token[i:]
 
 
 def _simplified(text: str) -> str:
