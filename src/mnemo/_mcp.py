@@ -115,7 +115,7 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
             except MnemoError as exc:  # the model reads the message and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
-        # the SDK reads the tool's arguments from its signature; ctx is the request context it injects
+        # the SDK reads the tool's arguments from this signature: the tool's own, plus the client's roots (a resolver fills them)
         hints = typing.get_type_hints(fn, include_extras=True)  # resolved: the SDK builds its schema from them
         sig = inspect.signature(fn)
         params = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
