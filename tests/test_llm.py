@@ -35,6 +35,15 @@ def test_the_judge_decides_unclear_pairs(tmp_path: Path, chat: ChatEndpoint, rel
     assert sent["model"] == "judge-model" and A in sent["messages"][1]["content"] and B in sent["messages"][1]["content"]
 
 
+def test_the_judge_is_never_asked_to_merge_two_subjects_of_one_template(tmp_path: Path, chat: ChatEndpoint) -> None:
+    chat.reply = {"relation": "duplicate"}  # a judge that would merge anything
+    with _store(tmp_path, chat) as m:
+        m.remember("worker 1 note 2: retried the payment sync from process 1")
+        assert m.remember_many([{"content": "worker 2 note 2: retried the payment sync from process 2"}])[0][1] == "created"
+        assert m.stats()["total"] == 2
+    assert chat.seen == []
+
+
 def test_clear_cases_never_reach_the_llm(tmp_path: Path, chat: ChatEndpoint) -> None:
     chat.reply = {"relation": "different"}
     with _store(tmp_path, chat) as m:

@@ -87,6 +87,7 @@ class LifecycleOps:
         found = self.store.get_many_by_pk([pk for pk, _ in neighbours])
         close = [(found[pk], cos, margins[pk]) for pk, cos in neighbours if pk in found and not _expired(found[pk])]
         linked: list[tuple[Memory, float]] = []
+        judgeable: list[tuple[Memory, float]] = []  # what the LLM judge may be asked about: nothing the rules ruled out
         suspect: tuple[Memory, float, str] | None = None
         for rank, (old, cos, margin) in enumerate(close):
             d = diff(old.content, mem.content)
@@ -97,6 +98,7 @@ class LifecycleOps:
                 if on_topic:  # a chunk of a document holds many statements: linked, never merged or replaced
                     linked.append((old, cos))
                 continue
+            judgeable.append((old, cos))
             change = replaces(old.content, mem.content, d, close=margin >= cal.link)
             if change is not None:
                 kept = other_facts(old.content, mem.content)
@@ -107,20 +109,23 @@ class LifecycleOps:
                 return Decision("merged", old, cos, "adds nothing")
             if on_topic:
                 linked.append((old, cos))
-        if self.chat is not None and close and (suspect or linked):  # the rules cannot tell: the configured LLM decides
-            if verdicts is None:
-                return self._judge(mem, [(m, c) for m, c, _ in close])
-            top, cos, _ = close[0]
-            relation = verdicts.get((mem.id, top.id))
-            if relation is not None:
-                return _verdict(relation, [(m, c) for m, c, _ in close])
         if suspect is not None:
             old, cos, detail = suspect
             related = linked if any(m.id == old.id for m, _ in linked) else [(old, cos), *linked]
-            return Decision("related", old, cos, f"possible conflict: {detail}", related=related, conflict_with=old)
-        if linked:
-            return Decision("related", linked[0][0], linked[0][1], related=linked)
-        return Decision("created")
+            rules = Decision("related", old, cos, f"possible conflict: {detail}", related=related, conflict_with=old)
+        elif linked:
+            rules = Decision("related", linked[0][0], linked[0][1], related=linked)
+        else:
+            rules = Decision("created")
+        if self.chat is not None and judgeable and (suspect or linked):  # the rules cannot tell: the configured LLM decides
+            if verdicts is None:
+                return self._judge(mem, judgeable, rules)
+            relation = verdicts.get((mem.id, judgeable[0][0].id))
+            if relation is not None and relation.startswith("unavailable"):
+                return replace(rules, detail=f"judge {relation}; rules decided" + (f": {rules.detail}" if rules.detail else ""))
+            if relation is not None:
+                return _verdict(relation, judgeable, linked)
+        return rules
 
     def _margins(self: "Mnemo", vec: np.ndarray, others: dict[int, np.ndarray]) -> dict[int, float]:
         """The calibrated similarity of a new memory to each neighbour: the cosine's margin over
@@ -148,8 +153,9 @@ class LifecycleOps:
                 verdicts[(mem.id, decision.judged)] = decision.verdict
         return verdicts
 
-    def _judge(self: "Mnemo", mem: Memory, close: list[tuple[Memory, float]]) -> Decision:
-        """The LLM's verdict on the closest neighbour; on any failure, the rules' "related"."""
+    def _judge(self: "Mnemo", mem: Memory, close: list[tuple[Memory, float]], rules: Decision) -> Decision:
+        """The LLM's verdict on the closest neighbour the rules left open; on any failure, the
+        rules' own decision (``rules``), saying why."""
         from ._chat import ChatError, judge
 
         old, cos = close[0]
@@ -157,7 +163,10 @@ class LifecycleOps:
             relation = judge(self.chat, old.content, mem.content)  # type: ignore[arg-type]
         except ChatError as exc:
             relation = f"unavailable ({exc})"
-        decision = _verdict(relation, close)
+        if relation.startswith("unavailable"):
+            decision = replace(rules, detail=f"judge {relation}; rules decided" + (f": {rules.detail}" if rules.detail else ""))
+        else:
+            decision = _verdict(relation, close, [x for x in (rules.related or []) if x[0].id != old.id])
         decision.verdict, decision.judged = relation, old.id
         return decision
 
@@ -504,16 +513,15 @@ def _expired(mem: Memory) -> bool:
     return bool(mem.expires_at) and mem.expires_at <= format_time(utcnow())  # type: ignore[operator]
 
 
-def _verdict(relation: str, close: list[tuple[Memory, float]]) -> Decision:
-    """The decision for an LLM judge's answer about the closest neighbour (``unavailable: …``
-    when it could not answer: the rules' "related")."""
+def _verdict(relation: str, close: list[tuple[Memory, float]], linked: list[tuple[Memory, float]]) -> Decision:
+    """The decision for an LLM judge's answer about the closest neighbour the rules left open
+    (``close[0]``); ``linked`` are the links the rules would make anyway."""
     old, cos = close[0]
-    if relation.startswith("unavailable"):
-        return Decision("related", old, cos, f"judge {relation}; rules decided", related=close)
     if relation == "duplicate":
         return Decision("merged", old, cos, "LLM judge: duplicate")
     if relation == "conflicting":
         return Decision("superseded", old, cos, "LLM judge: conflicting")
     if relation == "different":
-        return Decision("created", None, cos, "LLM judge: different")
-    return Decision("related", old, cos, "LLM judge: related", related=close)
+        others = [x for x in linked if x[0].id != old.id]
+        return Decision("related", others[0][0], others[0][1], "LLM judge: different", related=others) if others else Decision("created", None, cos, "LLM judge: different")
+    return Decision("related", old, cos, "LLM judge: related", related=[(old, cos), *[x for x in linked if x[0].id != old.id]])
