@@ -245,9 +245,9 @@ def _contrasts(text: str) -> dict[int, set[int]]:
 
 def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
     """Does ``new`` say nothing ``old`` does not? Every number and name of it is in ``old``, it
-    negates what ``old`` negates, no word is swapped where the value sits, and at most half of its
-    words are new, each in place of an old one (a rewording swaps words; a detail adds words and
-    drops none)."""
+    negates what ``old`` negates, no word is swapped where the value sits, at least two of its
+    words are ``old``'s, and at most as many are new, each in place of an old one (a rewording
+    swaps words; a detail adds words and drops none)."""
     d = d or diff(old, new)
     if d.cross or not d.n_new:
         return False  # words of two languages cannot be compared here: keep both (a missed merge is cheap)
@@ -261,8 +261,10 @@ def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
         return False
     if _new_things(old, new, d):
         return False
-    # new words must replace old ones (a rewording), never come on top of them (a detail)
-    return len(d.only_new) * 2 <= d.n_new and len(d.only_new) <= len(d.only_old)
+    # new words must replace old ones (a rewording), never come on top of them (a detail), and
+    # what is shared must be more than a name ("kafka retention note" is no "kafka topic naming rule")
+    kept = d.n_new - len(d.only_new)
+    return kept >= 2 and len(d.only_new) <= kept and len(d.only_new) <= len(d.only_old)
 
 
 def anchors(text: str) -> frozenset[str]:
