@@ -21,6 +21,7 @@ from mnemo._pairs import adds_nothing, other_facts, other_subject, replaces, sha
     ("王磊是后端工程师，主要写 Go，2021 年入职。", "赵敏是后端工程师，主要写 Go，2021 年入职。"),
     ("exp-0412 note 3: switched tokenizer caching off.", "exp-0413 note 3: switched tokenizer caching off."),
     ("华东区的客户由销售李娜负责跟进。", "华南区的客户由销售李娜负责跟进。"),  # held-out split f: once merged
+    ("Action item 2: Sam sends the revised MSA to Acme by Wednesday.", "行动项 3：Sam 周三前把修订后的 MSA 发给 Globex。"),  # across languages
 ])
 def test_one_template_about_two_subjects(old: str, new: str) -> None:
     assert other_subject(old, new), (old, new)
@@ -70,6 +71,12 @@ def test_new_facts_are_not_repeats(old: str, new: str) -> None:
     ("缓存层用 Memcached。", "缓存层全部迁到 Redis 7，Memcached 集群已下线。"),
     ("当前 on-call 值班负责人是王磊。", "当前 on-call 值班负责人是赵敏。"),  # a single-valued slot
     ("项目采用 A 方案", "项目改用 B 方案"),
+    ("CI for all backend repos runs on Jenkins.", "We moved all backend CI off Jenkins; it runs on GitHub Actions now."),
+    ("监控告警统一发到钉钉群。", "告警通知改用飞书机器人了，钉钉群不再接收。"),  # the retired thing before 不再
+    ("on-call 的 PagerDuty escalation 超时是 15 分钟。", "PagerDuty escalation timeout 调成 5 分钟了。"),
+    ("和 Hannah 的 1:1 meeting 在每周二下午 3 点。", "和 Hannah 的 1:1 meeting 挪到每周四上午 11 点了。"),  # a moved meeting, not another one
+    ("客服工单系统用的是 Zendesk。", "客服工单系统已经换成飞书服务台了。"),  # the new value is a Chinese noun
+    ("The Pro plan is $49 per seat per month.", "Starting January 1 the Pro plan goes up to $59 per seat per month."),
 ])
 def test_a_replacement_is_sure(old: str, new: str) -> None:
     found = replaces(old, new)
@@ -88,6 +95,9 @@ def test_a_replacement_is_sure(old: str, new: str) -> None:
     ("The staging Redis is on port 6380.", "The staging Postgres is on port 5433."),  # another service, another port
     ("测试环境数据库端口是 5433。", "测试环境 Web 服务端口是 8080。"),
     ("测试环境 Redis 端口是 6380。", "测试环境 Postgres 端口是 5433。"),
+    ("CI for backend repos runs on Jenkins.", "We're evaluating GitHub Actions as a possible replacement for Jenkins next quarter."),  # a plan
+    ("My workday starts at 8 am.", "我每天下午五点就下线，不再处理工作。"),  # a stop, not a new start time
+    ("iOS 应用内购买走 StoreKit 2。", "Apple takes a 15% commission on our subscriptions."),  # two numbers of two kinds
 ])
 def test_no_replacement(old: str, new: str) -> None:
     found = replaces(old, new)

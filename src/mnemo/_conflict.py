@@ -98,9 +98,9 @@ _QUESTION = re.compile(
     r"|^(?:do|does|did|is|are|was|were|should|shall|can|could|would|will|what|which|how|why|when|where|who)\b"
 )
 _HEDGE = _fast(
-    r"[考打计可也或建如假要提准想]|\b[mpctsiuw]",
+    r"[考打计可也或建如假要提准想评调试]|\b[mpctsiuwe]",
     r"\b(?:maybe|perhaps|might|consider(?:ing|ed)?|plan(?:s|ning)? to|thinking (?:about|of)|propos\w*|suggest\w*|if|unless"
-    r"|whether|wonder\w*)\b|考虑|打算|计划|可能|也许|或许|建议|如果|假如|要是|提议|准备|想要|想(?=改|换|用|试)",
+    r"|whether|wonder\w*|evaluat\w*|possible|possibly|candidate|trial(?:ling|ing)?|pilot(?:ing)?)\b|考虑|打算|计划|可能|也许|或许|建议|如果|假如|要是|提议|准备|想要|想(?=改|换|用|试)|评估|调研|试用",
 )
 _MODAL = re.compile(r"\b(?:(?:need|needs|want|wants|have|has|going) to|should|will|would|could|must|may|can|gonna)\s+$")
 _ZH_MODAL = frozenset("需要 要 得 应该 应当 会 将 将要 可以 能 必须 准备 打算".split())  # whole jieba words: 周会 is a meeting

@@ -37,6 +37,8 @@ _ID_WORDS = frozenset(
     ticket issue pr consumer agent shard node replica instance group round iteration epoch phase wave cohort version release
     no number # 记录 备忘 任务 第 条 次 组 号 期 轮 批 周 版 章 节 步 项 工单 编号 序号 节点 分片 实例""".split()
 )
+#: a Chinese word ending in one of these, before a number, names an item of a series (行动项 3, 工单 12)
+_ID_SUFFIXES = frozenset("项条号期轮批章节步单")
 #: sets of parallel things, each member with its spellings (both languages): two statements that
 #: name different members of one set talk about two subjects ("the staging database…" / "the
 #: production database…"), while 生产 and production are one member
@@ -53,12 +55,14 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(tuple(frozenset(m.spl
     "免费版|free 专业版|pro 企业版|enterprise 基础版|basic 高级版|premium",
     "最小|最低|min|minimum 最大|最高|max|maximum",
 ))
+#: the sets above that are times (weekdays, times of day, quarters): what a schedule change changes
+_TIME_SETS = frozenset({3, 4, 5})
 #: spelling → (set, member)
 _CONTRAST_OF = {w: (g, i) for g, members in enumerate(_CONTRASTS) for i, m in enumerate(members) for w in m}
 #: words that announce a change or a retirement: with them a new value replaces, without them a
 #: new value next to a different head word is more likely another subject
 _CHANGE = re.compile(
-    r"改|换|迁|切到|切换|替换|取代|代替|升级|降级|调到|调整|调成|提高到|降到|降低到|增加到|减少到|延长|缩短|推迟|提前|不再|已下线|下线了|弃用|停用|废弃|现在|如今|从.{0,12}起"
+    r"改|换|迁|挪到|切到|切换|替换|取代|代替|升级|降级|调到|调整|调成|提高到|降到|降低到|增加到|减少到|延长|缩短|推迟|提前|不再|已下线|下线了|弃用|停用|废弃|现在|如今|从.{0,12}起"
     r"|\b(?:now|no longer|any ?more|switch\w*|mov(?:e|ed|ing) (?:to|off|from|over)|migrat\w*|replac\w*|instead|upgrad\w*|downgrad\w*|bump\w*"
     r"|chang\w*|stopp?\w*|retir\w*|deprecat\w*|dropp?\w*|raised|lowered|increased|decreased|reduced|extended|postponed|moved|went|from now on|these days|since)\b",
 )
@@ -107,21 +111,21 @@ class Tok:
 @lru_cache(maxsize=4096)
 def tokens(text: str) -> tuple[Tok, ...]:
     """The statement's content tokens in order (numbers, names, words); stop words dropped."""
-    cased = _simplified(unicodedata.normalize("NFKC", text))
+    cased = _simplified(unicodedata.normalize("NFKC", text)).replace("%", " percent ")  # the tokenizer drops "%": keep it as a unit
     # capitalised where no sentence starts: a name even in English ("the staging Postgres")
     capitalised = {m.group(0) for m in re.finditer(r"[A-Z][\w.+#-]*", cased)
                    if m.group(0) != "I" and cased[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", "。", "！", "？", "\n")}
     out: list[Tok] = []
     prev = ""
     for raw in _text._split(cased, search_mode=False):
-        raw = raw.strip(".,;:!?，。；：！？()（）[]【】\"'`“”‘’")
+        raw = raw.strip(".,;:!?，。；：！？()（）[]【】\"'`“”‘’$€£¥￥")
         r = raw.lower()
         if not r:
             continue
         zh = _zh_number(r) if _text.has_han(r[:1]) else None
         if _NUM.match(r) or r in _EN_NUMBERS or zh:
             key = zh[0] if zh else _EN_NUMBERS.get(r) or r.lstrip("v").rstrip(".,").lstrip("0") or "0"
-            out.append(Tok(key, "num", prev if prev in _ID_WORDS else ""))
+            out.append(Tok(key, "num", prev if prev in _ID_WORDS or (_text.has_han(prev) and prev[-1:] in _ID_SUFFIXES) else ""))
             if zh and zh[1] not in _STOP:  # 十分钟 → 10, 分钟
                 out.append(Tok(zh[1], "word", ""))
         elif r not in _STOP:
@@ -129,7 +133,8 @@ def tokens(text: str) -> tuple[Tok, ...]:
             # (FastAPI, orders-api, db-staging.internal), or capitalised where no sentence starts
             kind = "name" if r.isascii() and (_NAMEISH.search(r) or any(c.isupper() for c in raw[1:]) or raw in capitalised
                                               or (raw[:1].isupper() and _text.has_han(cased))) else "word"
-            key = _text._stemmer().stemWord(r) if r.isascii() and r.isalpha() else r
+            # stemmed alike whether written as a name or not (Kubernetes / kubernetes), but not the short ones (iOS is no "io")
+            key = _text._stemmer().stemWord(r) if len(r) > 3 and r.isascii() and r.isalpha() else r
             out.append(Tok(key, kind, ""))
         prev = r if r not in ("的", "the", ":", "：") else prev
     return tuple(out)
@@ -199,8 +204,16 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
     for w in words_a & {t.id_of for t in tokens(new) if t.id_of}:
         if {k for i, k in a_ids if i == w} != {k for i, k in b_ids if i == w}:
             return f"another {w}"
+    if d.cross and a_ids and b_ids and {k for _, k in a_ids} != {k for _, k in b_ids}:
+        return "another item of a series"  # "Action item 2" / "行动项 3": the series word is in two languages
     ca, cb = _contrasts(old), _contrasts(new)
-    for g in ca.keys() & cb.keys():
+    # "每周例会不再放在周一，改到周二下午": new names old's member (周一) in the same breath as a change;
+    # then it is old's subject that moves, even where another set (上午 / 下午) differs
+    changing = _MOVES.search(_text.normalize(new).lower()) is not None and not planned(new)
+    moving = changing and any(ca[g] & cb[g] for g in ca.keys() & cb.keys())
+    for g in () if moving else ca.keys() & cb.keys():
+        if changing and g in _TIME_SETS:
+            continue  # "1:1 meeting 挪到每周四上午": a changed day or hour of one meeting, not another meeting
         if not ca[g] & cb[g]:
             name = lambda ms: "/".join(sorted(min(_CONTRASTS[g][m], key=len) for m in ms))  # noqa: E731
             return f"{name(ca[g])} / {name(cb[g])}"
@@ -211,7 +224,7 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
                 and re.sub(r"\d+", "#", part_a[0].key) == re.sub(r"\d+", "#", part_b[0].key) \
                 and not (announces_change(new) and not announces_change(old)):
             return f"another {part_b[0].key}"
-    if announces_change(new):
+    if announces_change(new) or _MOVES.search(_text.normalize(new).lower()):
         return None
     ta = tokens(old)
     for part_a, part_b, at in d.swaps:
@@ -274,12 +287,13 @@ def anchors(text: str) -> frozenset[str]:
 
 #: "X" retired in so many words: no longer X, moved off X, X 已下线, 不再用 X, instead of X …
 _RETIRES = (
-    re.compile(r"\b(?:no longer(?: use| uses| using| run| runs| rely on| need| on)?|moved (?:\w+ )?(?:off|away from)|migrated (?:\w+ )?(?:off|away from)"
+    re.compile(r"\b(?:no longer(?: use| uses| using| run| runs| rely on| need| on)?|moved (?:\w+ ){0,3}?(?:off|away from)|migrated (?:\w+ ){0,3}?(?:off|away from)"
                r"|stopped(?: using| running)?|stop using|got rid of|switched (?:\w+ )?(?:away )?from|instead of|rather than|replac(?:ed|ing))"
                r"\s+(?:the |our |all )?(?P<x>[\w.+#/-]+(?: [\w.+#/-]+){0,2})"),
     re.compile(r"(?P<x>[\w.+#/-]+(?: [\w.+#/-]+)?) (?:is|was|were|are|has been|have been|got) (?:retired|deprecated|removed|decommissioned|shut down|replaced|dropped)"),
     re.compile(r"(?:不再|停止|停用|弃用|废弃|放弃|不用|淘汰)(?:使用|用|采用|放|走|跑|在)?\s*(?P<x>[^，。；,;！!？?\s]{1,12})"),
     re.compile(r"(?P<x>[\w.+#/-]+|[\u4e00-\u9fff]{2,6})\s*(?:那边|集群|这边)?\s*(?:已经?|被|也)?(?:下线|停用|弃用|废弃|退役|淘汰)"),
+    re.compile(r"(?P<x>[\w.+#/-]{2,}|[\u4e00-\u9fff]{2,6})\s*(?:那边|这边)?\s*(?:已经?)?不再(?=[\u4e00-\u9fff])"),  # 钉钉群不再接收
 )
 
 
@@ -315,9 +329,10 @@ def value_swap(old: str, new: str, d: Diff | None = None) -> str | None:
     b_num = [t.key for t in d.only_new if t.kind == "num"]
     if not (a_num and b_num):
         return None
-    if d.cross:  # one number each, the same unit after it, and the change said in so many words
+    if d.cross:  # one number each with the same unit after it, and a change to it said outright or a shared name or term
         na, nb = _numbers_with_unit(old), _numbers_with_unit(new)
-        if announces_change(new) and len(na) == 1 == len(nb) and na[0][1] == nb[0][1]:
+        moved = _MOVES.search(_text.normalize(new).lower()) is not None  # "改成 50 MB": a change to the new value, said outright
+        if len(na) == 1 == len(nb) and na[0][1] == nb[0][1] and (moved or (na[0][1] and shares_topic(old, new))):
             return f"{a_num[0]} → {b_num[0]}"
         return None
     words_a = [t for t in d.only_old if t.kind != "num"]
@@ -375,13 +390,22 @@ def slot_change(old: str, new: str, d: Diff | None = None) -> str | None:
 def _numbers_with_unit(text: str) -> list[tuple[str, str]]:
     """Each number of a statement with the token after it (its unit: "25 MB" → ("25", "mb"))."""
     toks = tokens(text)
-    return [(t.key, toks[i + 1].key if i + 1 < len(toks) else "") for i, t in enumerate(toks) if t.kind == "num"]
+    return [(t.key, _UNIT_OF.get(toks[i + 1].key, "") if i + 1 < len(toks) else "") for i, t in enumerate(toks) if t.kind == "num"]
+
+
+#: unit words (either language, stemmed) → one name per unit, so "25 MB" and "25 mb", "3 天" and "3 days" agree
+_UNIT_OF = {w: u.split()[0] for u in (
+    "mb 兆", "gb", "kb", "tb", "ms 毫秒", "second sec 秒 s", "minut min 分钟", "hour hr 小时 h", "day 天", "week 周", "month 个月 月",
+    "year 年", "% percent", "dollar usd 美元", "元 rmb cny 块", "core 核", "node 节点 台", "gpu 卡 张", "pod", "request 次 请求",
+) for w in u.split()}
 
 
 #: a change with its new value: 迁移到 X, 改用 X, switched to X, now runs on X …
 _MOVES = re.compile(
-    r"(?:迁移到|迁到|迁移至|改用|改为|改成|换成|换用|换到|切换到|切到|转到|转用|搬到|升级到|替换为|替换成)"
-    r"|\b(?:switched|moved|migrated|changed|upgraded|transitioned|converted)(?: \w+){0,3}? (?:to|onto|over to)\b"
+    r"(?:迁移到|迁到|迁移至|改用|改为|改成|改到|改投|改由|换成|换用|换到|切换到|切到|转到|转用|搬到|升级到|替换为|替换成|挪到|调到|调成|调整为|调整到|推迟到|提前到|延期到)"
+    r"|\b(?:switched|moved|migrated|changed|upgraded|transitioned|converted|bumped|raised|lowered|increased|decreased|reduced|extended|postponed)"
+    r"(?: \S+){0,3}? (?:to|onto|over to)\b|\bupgrade (?:to|到)"
+    r"|\b(?:goes|went|gone|rises|rose|drops|dropped|falls|fell) (?:up |down )?to\b"
     r"|\bnow (?:use|uses|runs? on|lives? in|built (?:with|on)|hosted on|deployed (?:on|to))\b"
 )
 _ADDS = re.compile(r"\b(?:also|too|as well|additionally|in addition)\b|也|同时|还要|并且")
@@ -396,12 +420,17 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     if not _MOVES.search(norm) or planned(new) or _ADDS.search(norm):
         return None
     a, b = tokens(old), tokens(new)
-    shared = {t.key for t in a} & {t.key for t in b}
+    norm_old = _simplified(_text.normalize(old))
+    # the subject both name: a shared word or name (a Han word inside the other's text counts: 健身 / 健身房)
+    shared = {t.key for t in b if t.key in {x.key for x in a} or (len(t.key) >= 2 and _text.has_han(t.key) and t.key in norm_old)}
     if d.cross:
         shared = {k for k in shared if any(t.key == k and t.kind != "word" for t in a)}  # only names cross languages
-    gone = [t.key for t in d.only_old if t.kind == "name"]
-    came = [t.key for t in d.only_new if t.kind == "name"]
-    if not (shared and gone and came):
+    nouns_old, nouns_new = _han_nouns(old), _han_nouns(new)
+    norm_new = _simplified(_text.normalize(new))
+    # what old names that new no longer does, and a name, number or Chinese noun new brings (Zendesk → 飞书服务台)
+    gone = [t.key for t in d.only_old if (t.kind != "word" or t.key in nouns_old) and not t.id_of and t.key not in norm_new]
+    came = [t.key for t in d.only_new if (t.kind != "word" or t.key in nouns_new) and not t.id_of and t.key not in norm_old]
+    if not (shared - set(came) and gone and came):
         return None
     return f"{' '.join(gone)} → {' '.join(came)}"
 
