@@ -22,6 +22,13 @@ from mnemo._pairs import adds_nothing, other_facts, other_subject, replaces, sha
     ("exp-0412 note 3: switched tokenizer caching off.", "exp-0413 note 3: switched tokenizer caching off."),
     ("华东区的客户由销售李娜负责跟进。", "华南区的客户由销售李娜负责跟进。"),  # held-out split f: once merged
     ("Action item 2: Sam sends the revised MSA to Acme by Wednesday.", "行动项 3：Sam 周三前把修订后的 MSA 发给 Globex。"),  # across languages
+    # held-out splits h, i: once superseded (a numbered subject, the series word before or after the number)
+    ("测试机 3 号（Pixel 6a）用来跑安卓低配测试。", "测试机 4 号（Pixel 6a）用来跑安卓低配测试。"),
+    ("Printer queue 2 on the library server is paused for toner replacement.", "Printer queue 4 on the library server is paused for toner replacement."),
+    ("Grade 7 final exams start on 16 June in the main hall.", "Grade 8 final exams start on 16 June in the main hall."),
+    ("李娜负责二年级家长群的通知发布。", "李娜负责四年级家长群的通知发布。"),
+    ("高一（3）班的 LMS 课程归张老师管理。", "高一（5）班的 LMS 课程归张老师管理。"),
+    ("3 号机柜的 UPS 下次保养时间是 2025 年 9 月 10 日。", "4 号机柜的 UPS 下次保养时间是 2025 年 9 月 10 日。"),
 ])
 def test_one_template_about_two_subjects(old: str, new: str) -> None:
     assert other_subject(old, new), (old, new)
@@ -77,6 +84,7 @@ def test_new_facts_are_not_repeats(old: str, new: str) -> None:
     ("和 Hannah 的 1:1 meeting 在每周二下午 3 点。", "和 Hannah 的 1:1 meeting 挪到每周四上午 11 点了。"),  # a moved meeting, not another one
     ("客服工单系统用的是 Zendesk。", "客服工单系统已经换成飞书服务台了。"),  # the new value is a Chinese noun
     ("The Pro plan is $49 per seat per month.", "Starting January 1 the Pro plan goes up to $59 per seat per month."),
+    ("The design review is in room 3.", "The design review moved to room 5."),  # a numbered thing as the new value
 ])
 def test_a_replacement_is_sure(old: str, new: str) -> None:
     found = replaces(old, new)

@@ -34,11 +34,14 @@ from . import _text
 _ID_WORDS = frozenset(
     """worker note week sprint trial run job batch step item part chapter section tip case page figure table line task bug
     module day lesson unit episode room floor level story test exercise question problem
+    queue grade class ward bed rack lane gate dock route shift zone bay aisle building cabinet slot
     ticket issue pr consumer agent shard node replica instance group round iteration epoch phase wave cohort version release
     no number # 记录 备忘 任务 第 条 次 组 号 期 轮 批 周 版 章 节 步 项 工单 编号 序号 节点 分片 实例""".split()
 )
 #: a Chinese word ending in one of these, before a number, names an item of a series (行动项 3, 工单 12)
 _ID_SUFFIXES = frozenset("项条号期轮批章节步单")
+#: …and so does a number before one of these (3 号机柜, 高一（3）班, 二年级, 5 号楼)
+_ID_AFTER = frozenset("号 班 年级 楼 层 栋 期 届 病区 号楼 号线 号机 号仓 号位 组 队 床 排 座 区 号房".split())
 #: sets of parallel things, each member with its spellings (both languages): two statements that
 #: name different members of one set talk about two subjects ("the staging database…" / "the
 #: production database…"), while 生产 and production are one member
@@ -137,7 +140,9 @@ def tokens(text: str) -> tuple[Tok, ...]:
             key = _text._stemmer().stemWord(r) if len(r) > 3 and r.isascii() and r.isalpha() else r
             out.append(Tok(key, kind, ""))
         prev = r if r not in ("的", "the", ":", "：") else prev
-    return tuple(out)
+    # a number before 号 / 班 / 年级 … is an item of a series too (the word after it names the series)
+    return tuple(Tok(t.key, t.kind, t.id_of or nxt.key) if t.kind == "num" and not t.id_of and nxt.key in _ID_AFTER else t
+                 for t, nxt in zip(out, (*out[1:], Tok("", "word", ""))))
 
 
 def _simplified(text: str) -> str:
@@ -198,6 +203,8 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
       字段是 deleted_at" / "用户表的…"), unless the new one announces a change.
     """
     d = d or diff(old, new)
+    if _MOVES.search(_text.normalize(new).lower()) and not _MOVES.search(_text.normalize(old).lower()):
+        return None  # "the review moved to room 5": the numbered thing is the new value, not another subject
     a_ids = {(t.id_of, t.key) for t in tokens(old) if t.id_of}
     b_ids = {(t.id_of, t.key) for t in tokens(new) if t.id_of}
     words_a = {t.id_of for t in tokens(old) if t.id_of}
@@ -325,8 +332,8 @@ def value_swap(old: str, new: str, d: Diff | None = None) -> str | None:
     d = d or diff(old, new)
     if planned(new):
         return None
-    a_num = [t.key for t in d.only_old if t.kind == "num"]
-    b_num = [t.key for t in d.only_new if t.kind == "num"]
+    a_num = [t.key for t in d.only_old if t.kind == "num" and not t.id_of]
+    b_num = [t.key for t in d.only_new if t.kind == "num" and not t.id_of]
     if not (a_num and b_num):
         return None
     if d.cross:  # one number each with the same unit after it, and a change to it said outright or a shared name or term
