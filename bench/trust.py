@@ -6,9 +6,9 @@ Data: ``bench/pairs/split_*.jsonl``, pairs written from ``bench/pairs/GUIDE.md``
 saw neither mnemo's rules nor each other's pairs, each ``{"a": existing memory, "b": new one,
 "class": ..., "lang": en|zh|mixed|cross}``, in six classes: ``restate`` (should merge),
 ``adds_detail``, ``other_subject``, ``related``, ``unrelated`` (should stay separate) and
-``update`` (should supersede). Splits a–i are for tuning (d–f and then g–i were held out and
-scored once each before they joined the tuning set; bench/README.md keeps those scores); j, k,
-l, written last by three more writers, are held out and scored once, with ``--held-out`` (the
+``update`` (should supersede). Splits a–l are for tuning (d–f, g–i and j–l were each held out
+and scored once before they joined the tuning set; bench/README.md keeps those scores); m, n,
+o, written last by three more writers, are held out and scored once, with ``--held-out`` (the
 default run refuses to read them).
 
 For each pair the code path users run: a fresh store (``Mnemo(path, embedder=…)``, default
@@ -40,7 +40,7 @@ CLASSES = ("restate", "adds_detail", "other_subject", "update", "related", "unre
 SEPARATE = ("adds_detail", "other_subject", "related", "unrelated")
 SAME_THING = ("restate", "adds_detail", "update", "related")  # a related link between these is right
 LANGS = ("en", "zh", "mixed", "cross")
-TUNE, HELD_OUT = ("a", "b", "c", "d", "e", "f", "g", "h", "i"), ("j", "k", "l")
+TUNE, HELD_OUT = tuple("abcdefghijkl"), ("m", "n", "o")
 TARGETS = {"false_hide_rate": ("≤", 0.005), "merge_recall": ("≥", 0.7), "supersede_precision": ("≥", 0.97),
            "supersede_recall": ("≥", 0.8), "link_precision": ("≥", 0.85)}
 

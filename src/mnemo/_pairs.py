@@ -49,7 +49,8 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(tuple(frozenset(m.spl
     "生产|线上|正式|prod|production|live 测试|test|testing|qa 预发布|预发|staging|stage|preprod|uat 开发|dev|development 本地|local 灰度|canary 沙箱|sandbox",
     "前端|frontend 后端|backend 客户端|client 服务端|server 移动端|mobile",
     "ios|iphone|苹果 android|安卓 windows macos|mac linux web|网页|h5 desktop|桌面|electron ipad|平板 小程序|miniprogram",
-    "周一|星期一|monday 周二|星期二|tuesday 周三|星期三|wednesday 周四|星期四|thursday 周五|星期五|friday 周六|星期六|saturday 周日|星期日|星期天|sunday",
+    "周一|星期一|monday|mondays 周二|星期二|tuesday|tuesdays 周三|星期三|wednesday|wednesdays 周四|星期四|thursday|thursdays "
+    "周五|星期五|friday|fridays 周六|星期六|saturday|saturdays 周日|星期日|星期天|sunday|sundays",
     "上午|早上|morning 下午|afternoon 晚上|evening|night 凌晨 中午|noon",
     "q1 q2 q3 q4 上半年|h1 下半年|h2",
     "输入|input 输出|output 上传|upload 下载|download 上行|uplink 下行|downlink",
@@ -240,7 +241,14 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
             continue
         kinds = {t.kind for t in part_a + part_b}
         if kinds <= {"num"}:
-            continue  # a number followed by its unit or slot word: a value, not a subject
+            # a number followed by its unit or slot word is a value ("port 8080" → "port 9090"); one
+            # followed by most of the statement is the item it is about ("Warehouse 2 closes its
+            # inbound dock at 18:00" / "Warehouse 7 …", "the Python 3.11 job …" / "the 3.12 job …")
+            rest = [t for t in tail[1:] if t.key in {x.key for x in tokens(new)}] if tail and tail[0].key in _UNIT_OF else \
+                [t for t in tail if t.key in {x.key for x in tokens(new)}]
+            if len(rest) >= 3:
+                return f"another {' '.join(t.key for t in part_b)}"
+            continue
         if sum(1 for t in tail if t.key in {x.key for x in tokens(new)}) >= max(2, (len(tail) + 1) // 2):
             return f"{' '.join(t.key for t in part_a)} / {' '.join(t.key for t in part_b)}"
     return None
