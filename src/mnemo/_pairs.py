@@ -52,6 +52,7 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(tuple(frozenset(m.spl
     "周一|星期一|monday|mondays 周二|星期二|tuesday|tuesdays 周三|星期三|wednesday|wednesdays 周四|星期四|thursday|thursdays "
     "周五|星期五|friday|fridays 周六|星期六|saturday|saturdays 周日|星期日|星期天|sunday|sundays",
     "上午|早上|morning 下午|afternoon 晚上|evening|night 凌晨 中午|noon",
+    "每天|每日|daily|nightly 每周|weekly 每两周|biweekly|fortnightly 每月|monthly 每季度|quarterly 每年|yearly|annually|annual 每小时|hourly",
     "q1 q2 q3 q4 上半年|h1 下半年|h2",
     "输入|input 输出|output 上传|upload 下载|download 上行|uplink 下行|downlink",
     "主|primary|master|leader 备|secondary|replica|follower|standby",
@@ -60,7 +61,7 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(tuple(frozenset(m.spl
     "最小|最低|min|minimum 最大|最高|max|maximum",
 ))
 #: the sets above that are times (weekdays, times of day, quarters): what a schedule change changes
-_TIME_SETS = frozenset({3, 4, 5})
+_TIME_SETS = frozenset({3, 4, 5, 6})
 #: spelling → (set, member)
 _CONTRAST_OF = {w: (g, i) for g, members in enumerate(_CONTRASTS) for i, m in enumerate(members) for w in m}
 #: words that announce a change or a retirement: with them a new value replaces, without them a
@@ -138,7 +139,8 @@ def tokens(text: str) -> tuple[Tok, ...]:
             kind = "name" if r.isascii() and (_NAMEISH.search(r) or any(c.isupper() for c in raw[1:]) or raw in capitalised
                                               or (raw[:1].isupper() and _text.has_han(cased))) else "word"
             # stemmed alike whether written as a name or not (Kubernetes / kubernetes), but not the short ones (iOS is no "io")
-            key = _text._stemmer().stemWord(r) if len(r) > 3 and r.isascii() and r.isalpha() else r
+            # …and not the members of parallel sets: "weekly" is no "week"
+            key = _text._stemmer().stemWord(r) if len(r) > 3 and r.isascii() and r.isalpha() and r not in _CONTRAST_OF else r
             out.append(Tok(key, kind, ""))
         prev = r if r not in ("的", "the", ":", "：") else prev
     # a number before 号 / 班 / 年级 … is an item of a series too (the word after it names the series)
@@ -289,6 +291,8 @@ def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
         return False
     if _new_things(old, new, d):
         return False
+    if any(t.key in _CONTRAST_OF for t in d.only_new):
+        return False  # a member of a parallel set the old one lacks ("every two weeks" → "weekly", + "staging") says more
     # new words must replace old ones (a rewording), never come on top of them (a detail), and
     # what is shared must be more than a name ("kafka retention note" is no "kafka topic naming rule")
     kept = d.n_new - len(d.only_new)
