@@ -506,3 +506,33 @@ def test_cli_functions_take_the_documented_options() -> None:
     for name, cmd in main_group.commands.items():
         opts = {o for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
         assert {"--db", "--model", "--json"} <= opts, name
+
+
+# ---------------------------------------------------------------- options before the command
+
+def test_global_options_work_before_the_command_too(cli, tmp_path: Path) -> None:
+    """The first contract was `mnemo --db PATH CMD`: --db, --model and --json before the command
+    mean what they mean after it (as `git -C`, `docker -H`)."""
+    db = str(tmp_path / "elsewhere.db")
+    saved = cli("--db", db, "--json", "save", "We deploy with GitHub Actions", "--scope", "project:x")
+    assert saved.code == 0, saved.err
+    assert saved.json()["memory"]["scope"] == "project:x"
+    found = cli("--db=" + db, "search", "deploy", "--scope", "project:x", "--json")
+    assert [h["content"] for h in found.json()["results"]] == ["We deploy with GitHub Actions"]
+    assert cli("--json", "--db", db, "stats").json()["total"] == 1
+    default = cli("stats", "--json")  # the default store was never touched (missing, or empty on PostgreSQL)
+    assert default.code != 0 or default.json()["total"] == 0
+    assert [m["content"] for m in cli("--db", db, "--json", "list", "--scope", "all").json()] == ["We deploy with GitHub Actions"]
+    assert cli("--help").code == 0 and "Usage" in cli("--help").out
+    bad = cli("--nope", "search", "x")
+    assert bad.code == 2 and "--nope" in bad.err
+
+
+def test_hoisting_leaves_everything_else_alone() -> None:
+    from mnemo.cli import hoist_global_options
+
+    assert hoist_global_options(["--db", "a.db", "--model", "use", "search", "q", "-k", "3"]) == ["search", "--db", "a.db", "--model", "use", "q", "-k", "3"]
+    assert hoist_global_options(["search", "--db", "a.db", "q"]) == ["search", "--db", "a.db", "q"]
+    assert hoist_global_options(["--db", "a.db"]) == ["--db", "a.db"]  # no command: click's own error
+    assert hoist_global_options(["--version"]) == ["--version"]
+    assert hoist_global_options(["--db", "a.db", "--version"]) == ["--db", "a.db", "--version"]

@@ -232,6 +232,8 @@ def one_thread(config: Any) -> None:
 def launch() -> None:
     """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
     argv = sys.argv[1:]
+    if len(argv) >= 4 and argv[0] == "--db" and argv[2] == "hook":  # `mnemo --db PATH hook EVENT`: the same fast path
+        argv = [argv[2], argv[3], "--db", argv[1], *argv[4:]]
     if len(argv) >= 2 and argv[0] == "hook" and not any(a.startswith("-") for a in argv[1:2]) and "--help" not in argv and "-h" not in argv:
         rest = argv[2:]
         db = None

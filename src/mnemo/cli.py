@@ -492,9 +492,40 @@ from . import _cli_assist, _cli_capture, _cli_ingest, _cli_team  # noqa: E402,F4
 
 # ---------------------------------------------------------------- entry point
 
+#: options every command takes, which may also stand before the command (``mnemo --db PATH search …``,
+#: as ``git -C`` or ``docker -H``); the value-taking ones, then the flags
+_GLOBAL_VALUED = ("--db", "--model")
+_GLOBAL_FLAGS = ("--json",)
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """``--db PATH``, ``--model NAME`` and ``--json`` written before the command, moved after it,
+    where every command takes them (``mnemo --db x.db search q`` = ``mnemo search --db x.db q``).
+    Anything else before the command (``--help``, ``--version``, a typo) is left for click."""
+    moved: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _GLOBAL_FLAGS:
+            moved.append(arg)
+            i += 1
+        elif arg in _GLOBAL_VALUED and i + 1 < len(argv):
+            moved += argv[i : i + 2]
+            i += 2
+        elif arg.split("=", 1)[0] in _GLOBAL_VALUED and "=" in arg:
+            moved.append(arg)
+            i += 1
+        else:
+            break
+    if not moved or i >= len(argv) or argv[i].startswith("-"):
+        return argv  # no command after them (or other options first): click says what is wrong
+    return [argv[i], *moved, *argv[i + 1 :]]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI: library errors become one clear line and an exit code, never a traceback."""
-    as_json = "--json" in (argv if argv is not None else sys.argv[1:])
+    argv = hoist_global_options(list(argv if argv is not None else sys.argv[1:]))
+    as_json = "--json" in argv
     try:
         main_group.main(args=argv, prog_name="mnemo", standalone_mode=False)
     except click.exceptions.Abort:
