@@ -193,7 +193,13 @@ def diff(old: str, new: str) -> Diff:
 
 def announces_change(text: str) -> bool:
     """Does the statement say that something changed (改用, 不再, now, switched to, …)?"""
-    return _CHANGE.search(_text.normalize(text).lower()) is not None
+    return _CHANGE.search(_text.normalize(text)) is not None
+
+
+def moves(text: str) -> bool:
+    """Does the statement change something *to* a value, with a change-to verb (改成, 迁到, 挪到,
+    switched … to, goes up to)? Narrower than :func:`announces_change` ("已经换新" moves nothing)."""
+    return _MOVES.search(_text.normalize(text)) is not None
 
 
 def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
@@ -206,7 +212,7 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
       字段是 deleted_at" / "用户表的…"), unless the new one announces a change.
     """
     d = d or diff(old, new)
-    if _MOVES.search(_text.normalize(new).lower()) and not _MOVES.search(_text.normalize(old).lower()):
+    if moves(new) and not moves(old):
         return None  # "the review moved to room 5": the numbered thing is the new value, not another subject
     a_ids = {(t.id_of, t.key) for t in tokens(old) if t.id_of}
     b_ids = {(t.id_of, t.key) for t in tokens(new) if t.id_of}
@@ -219,7 +225,7 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
     ca, cb = _contrasts(old), _contrasts(new)
     # "每周例会不再放在周一，改到周二下午": new names old's member (周一) in the same breath as a change;
     # then it is old's subject that moves, even where another set (上午 / 下午) differs
-    changing = _MOVES.search(_text.normalize(new).lower()) is not None and not planned(new)
+    changing = moves(new) and not planned(new)
     moving = changing and any(ca[g] & cb[g] for g in ca.keys() & cb.keys())
     for g in () if moving else ca.keys() & cb.keys():
         if changing and g in _TIME_SETS:
@@ -234,9 +240,9 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
                 and re.sub(r"\d+", "#", part_a[0].key) == re.sub(r"\d+", "#", part_b[0].key) \
                 and not (announces_change(new) and not announces_change(old)):
             return f"another {part_b[0].key}"
-    if announces_change(new) or _MOVES.search(_text.normalize(new).lower()):
+    if announces_change(new) or moves(new):
         return None
-    ta = tokens(old)
+    ta, new_keys = tokens(old), {t.key for t in tokens(new)}
     for part_a, part_b, at in d.swaps:
         tail = ta[at + len(part_a):]
         if not tail:
@@ -246,12 +252,11 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
             # a number followed by its unit or slot word is a value ("port 8080" → "port 9090"); one
             # followed by most of the statement is the item it is about ("Warehouse 2 closes its
             # inbound dock at 18:00" / "Warehouse 7 …", "the Python 3.11 job …" / "the 3.12 job …")
-            rest = [t for t in tail[1:] if t.key in {x.key for x in tokens(new)}] if tail and tail[0].key in _UNIT_OF else \
-                [t for t in tail if t.key in {x.key for x in tokens(new)}]
+            rest = [t for t in (tail[1:] if tail and tail[0].key in _UNIT_OF else tail) if t.key in new_keys]
             if len(rest) >= 3:
                 return f"another {' '.join(t.key for t in part_b)}"
             continue
-        if sum(1 for t in tail if t.key in {x.key for x in tokens(new)}) >= max(2, (len(tail) + 1) // 2):
+        if sum(1 for t in tail if t.key in new_keys) >= max(2, (len(tail) + 1) // 2):
             return f"{' '.join(t.key for t in part_a)} / {' '.join(t.key for t in part_b)}"
     return None
 
@@ -350,7 +355,7 @@ def value_swap(old: str, new: str, d: Diff | None = None) -> str | None:
         return None
     if d.cross:  # one number each with the same unit after it, and a change to it said outright or a shared name or term
         na, nb = _numbers_with_unit(old), _numbers_with_unit(new)
-        moved = _MOVES.search(_text.normalize(new).lower()) is not None  # "改成 50 MB": a change to the new value, said outright
+        moved = moves(new)  # "改成 50 MB": a change to the new value, said outright
         if len(na) == 1 == len(nb) and na[0][1] == nb[0][1] and (moved or (na[0][1] and shares_topic(old, new))):
             return f"{a_num[0]} → {b_num[0]}"
         return None
