@@ -128,7 +128,7 @@ def queries() -> list[str]:
 
 
 def e5_name() -> str:
-    from mnemo._embed import E5Embedder
+    from mnemo._recall.embed import E5Embedder
 
     return E5Embedder().name  # the constructor does not load the model
 
@@ -143,7 +143,7 @@ def _key(*parts: object) -> str:
 
 def real_vectors(texts: Sequence[str], log: Callable[[str], None] = print) -> np.ndarray:
     """e5 passage vectors of ``texts`` (cached in ``bench/.cache``)."""
-    from mnemo._embed import E5Embedder
+    from mnemo._recall.embed import E5Embedder
 
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"e5-passages-{_key(e5_name(), list(texts))}.npy"
@@ -217,7 +217,7 @@ class PrecomputedEmbedder:
     (the anchor sentences, queries) goes to the real e5 model."""
 
     def __init__(self, table: dict[str, np.ndarray]):
-        from mnemo._embed import E5Embedder
+        from mnemo._recall.embed import E5Embedder
 
         self._real = E5Embedder()
         self.name = self._real.name

@@ -30,7 +30,7 @@ def pg_copy(server: str, sqlite_path: Path, n: int, log: Callable[[str], None]) 
     """The PostgreSQL copy of ``sqlite_path`` (built once: ``copy_store`` into a fresh database)."""
     import psycopg
 
-    from mnemo._backends import copy_store, open_store
+    from mnemo._stores.open import copy_store, open_store
 
     name = "mnemo_bench_" + sqlite_path.stem.replace("-", "_")
     url = _db_url(server, name)
@@ -90,7 +90,7 @@ def latency(m: Any, qs: list[str], qvecs: np.ndarray, rounds: int) -> dict[str, 
 
 def hnsw_recall(store: Any, model: str, scopes: list[str], qvecs: np.ndarray) -> dict[str, Any]:
     """recall@10 of the HNSW channel vs exact float64 search, unfiltered and under a 1% filter."""
-    from mnemo._store import Filters
+    from mnemo._stores.base import Filters
 
     # pgvector's binary form (int16 dim, int16 unused, big-endian float4s): read as it is stored
     rows = store._q("SELECT pk, scope, created_at, vector_send(vec) FROM memories WHERE status = 'active' AND vec IS NOT NULL ORDER BY pk")

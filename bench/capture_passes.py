@@ -35,7 +35,7 @@ PASSES = (
 _RUN = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from mnemo._detect import detect
+from mnemo._capture.detect import detect
 for line in sys.stdin:
     row = json.loads(line)
     found = detect(row["text"], role=row.get("role", "user"))

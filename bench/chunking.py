@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from bench import _data  # noqa: E402
 from mnemo import Mnemo  # noqa: E402
-from mnemo._chunk import chunk_markdown, fixed_windows, parse_front_matter  # noqa: E402
+from mnemo._ingest.chunk import chunk_markdown, fixed_windows, parse_front_matter  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "chunking"
 README = Path(__file__).resolve().parent / "README.md"

@@ -180,7 +180,7 @@ def calibration(pairs: list[dict[str, Any]], cos: np.ndarray) -> dict[str, Any]:
 
 def run_model(model: str, pairs: list[dict[str, Any]], verbose: bool) -> dict[str, Any]:
     from mnemo import Mnemo
-    from mnemo._embed import make_embedder
+    from mnemo._recall.embed import make_embedder
 
     t0 = time.perf_counter()
     emb = make_embedder(model)

@@ -44,7 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mnemo._detect import detect  # noqa: E402
+from mnemo._capture.detect import detect  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "capture_eval.jsonl"
 #: splits a and b share ``DATA``; every later split has a file of its own, in the order written

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from bench import _corpus  # noqa: E402
 from mnemo import Mnemo  # noqa: E402
-from mnemo._sqlite import convert  # noqa: E402
+from mnemo._stores.sqlite import convert  # noqa: E402
 
 KEY = "bench-key-not-secret"
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import mnemo  # noqa: E402,F401  before numpy, as every entry point
 from bench import _corpus  # noqa: E402
-from mnemo._hookclient import request  # noqa: E402
+from mnemo._hooks.client import request  # noqa: E402
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 README = Path(__file__).resolve().parent / "README.md"

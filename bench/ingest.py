@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from mnemo import Mnemo  # noqa: E402
-from mnemo._chunk import chunk_markdown  # noqa: E402
-from mnemo._embed import Calibration, make_embedder  # noqa: E402
+from mnemo._ingest.chunk import chunk_markdown  # noqa: E402
+from mnemo._recall.embed import Calibration, make_embedder  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "ingest"
 README = Path(__file__).resolve().parent / "README.md"

@@ -107,8 +107,8 @@ def quiet_gc():
 
 def bench_import(quick: bool, tmp: Path) -> dict[str, Any]:
     from mnemo import Mnemo
-    from mnemo._embed import make_embedder
-    from mnemo._maintenance import IMPORT_BATCH
+    from mnemo._recall.embed import make_embedder
+    from mnemo._core.maintenance import IMPORT_BATCH
 
     seen: set[str] = set()
     turns = []
@@ -228,7 +228,8 @@ def exact_matrix(m: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, tmp: Path, profile: bool,
                e2e_queries: int) -> dict[str, Any]:
-    from mnemo import Mnemo, _text
+    from mnemo import Mnemo
+    from mnemo._base import text as _text
 
     cached = _corpus.build_store(n, log)
     path = tmp / f"search-{n}.db"
@@ -352,8 +353,8 @@ def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, 
 
 def stage_breakdown(m: Any, idx: Any, qs: list[str], qvecs: np.ndarray) -> dict[str, Any]:
     """Wall time per stage of a hybrid recall, by wrapping the functions recall really calls."""
-    import mnemo._core as core
-    from mnemo import _text
+    import mnemo._core.mnemo as core
+    from mnemo._base import text as _text
 
     acc: dict[str, float] = {}
     patched: list[tuple[Any, str, Any, bool]] = []
@@ -426,7 +427,7 @@ _OMP_PROBE = r"""
 import json, sys, time
 import mnemo
 import numpy as np
-from mnemo._embed import E5Embedder
+from mnemo._recall.embed import E5Embedder
 qs = json.loads(sys.argv[1])
 M = np.random.default_rng(0).standard_normal((int(sys.argv[2]), 384), dtype=np.float32)
 e = E5Embedder()
@@ -471,9 +472,9 @@ def bench_omp(qs: list[str], rows: int, rounds: int) -> dict[str, Any]:
 _COLD_STAGES = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from mnemo import cli  # what `python -m mnemo` imports
+from mnemo._cli import commands as cli  # what `python -m mnemo` imports
 t1 = time.perf_counter()
-from mnemo._core import Mnemo
+from mnemo._core.mnemo import Mnemo
 m = Mnemo(sys.argv[1], model="e5", scope=sys.argv[3], create=False)
 t2 = time.perf_counter()
 idx = m._fresh_index()
@@ -704,7 +705,7 @@ def main(argv: list[str] | None = None) -> int:
             res["import"] = bench_import(args.quick, tmp)
             section("import", t0)
         if "search" not in skip:
-            from mnemo._embed import E5Embedder
+            from mnemo._recall.embed import E5Embedder
 
             t0 = time.perf_counter()
             emb = E5Embedder()

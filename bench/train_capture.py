@@ -37,9 +37,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 import capture_passes  # noqa: E402
 from detect import HELD_OUT, evaluate, load_all, match  # noqa: E402
 
-from mnemo import _detect, _detect_model  # noqa: E402
-from mnemo._detect import Detection  # noqa: E402
-from mnemo._detect_model import DIM, TYPES, Model, features  # noqa: E402
+from mnemo._capture import detect as _detect
+from mnemo._capture import detect_model as _detect_model  # noqa: E402
+from mnemo._capture.detect import Detection  # noqa: E402
+from mnemo._capture.detect_model import DIM, TYPES, Model, features  # noqa: E402
 
 PASSES = ROOT / "bench" / "data" / "capture_passes.jsonl"
 #: the pass that first saw each split: the last one run on it, since every later pass was tuned on

@@ -121,7 +121,7 @@ def main() -> None:
     if not args.held_out and set(splits) & set(HELD_OUT):
         raise SystemExit("the held-out splits are scored with --held-out only")
     pairs = [p for s in splits for p in load(s)]
-    from mnemo._embed import make_embedder
+    from mnemo._recall.embed import make_embedder
 
     report: dict[str, Any] = {"splits": splits, "models": {}}
     for model in args.models.split(","):

@@ -219,7 +219,7 @@ class Result:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     """Run ``mnemo ARGS`` in-process; returns exit code, stdout, stderr."""
-    from mnemo.cli import main
+    from mnemo._cli.commands import main
 
     def run(*args: str, stdin: str | bytes | None = None) -> Result:
         if stdin is not None:
@@ -252,6 +252,6 @@ def chat() -> Iterator[Any]:
 
 def chat_store(tmp_path: Path, ep: Any, model: str, timeout: float = 20.0) -> Mnemo:
     """A file store whose LLM is the local endpoint ``ep``."""
-    from mnemo._chat import ChatClient
+    from mnemo._llm.chat import ChatClient
 
     return Mnemo(tmp_path / "s.db", embedder=FakeEmbedder(), chat=ChatClient(ep.url, model, timeout=timeout))

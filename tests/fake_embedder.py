@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mnemo import _text
-from mnemo._embed import Calibration
+from mnemo._base import text as _text
+from mnemo._recall.embed import Calibration
 
 DIM = 256
 

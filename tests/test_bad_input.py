@@ -18,7 +18,7 @@ from conftest import FAKE_MODEL
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._migrations import LATEST_VERSION
+from mnemo._stores.sqlite_schema import LATEST_VERSION
 
 WRONG_DIM_MODEL = "plugin:fake_embedder:WrongDimEmbedder"
 

@@ -17,10 +17,10 @@ import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._capture import strip_private
-from mnemo._detect import detect, split_sentences
-from mnemo._models import MEMORY_TYPES
-from mnemo._transcript import parse
+from mnemo._core.capture import strip_private
+from mnemo._capture.detect import detect, split_sentences
+from mnemo._base.models import MEMORY_TYPES
+from mnemo._capture.transcript import parse
 from mnemo.errors import InvalidInputError
 
 DATA = Path(__file__).parent / "data"
@@ -103,7 +103,7 @@ def test_detections_are_verbatim_spans_and_code_blocks_are_ignored() -> None:
 def test_rules_are_data_tables_per_language() -> None:
     import tomllib
 
-    from mnemo._text import DATA as PKG_DATA
+    from mnemo._base.text import DATA as PKG_DATA
 
     for lang in ("zh", "en"):
         table = tomllib.loads((PKG_DATA / f"capture_rules_{lang}.toml").read_text("utf-8"))
@@ -161,7 +161,7 @@ def test_the_assistant_explaining_things_in_general_is_not_remembered() -> None:
 
 
 def test_near_ties_go_by_the_guides_order_of_types() -> None:
-    from mnemo._detect import PRECEDENCE
+    from mnemo._capture.detect import PRECEDENCE
 
     assert set(PRECEDENCE) == set(MEMORY_TYPES) - {"note"}
     # "decided" and "must" fire equally strongly: a decision comes before a constraint
@@ -344,7 +344,7 @@ def test_text_and_message_files_are_read_again_only_from_what_was_added(m: Mnemo
 
 
 def test_a_running_extraction_of_the_same_transcript_is_not_repeated(m: Mnemo, tmp_path: Path) -> None:
-    from mnemo._models import format_time, utcnow
+    from mnemo._base.models import format_time, utcnow
 
     path = tmp_path / "t.jsonl"
     path.write_text(TRANSCRIPT.read_text("utf-8"), "utf-8")

@@ -11,7 +11,7 @@ from conftest import chat_store
 from fake_embedder import ChatEndpoint, FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._capture import CHUNK_CHARS, USAGE_KIND, LLMBudget
+from mnemo._core.capture import CHUNK_CHARS, USAGE_KIND, LLMBudget
 
 CONVO = [
     {"role": "user", "content": "项目使用 FastAPI + PostgreSQL，有问题发邮件到 dev.lead@example.com。<private>服务器密码是 hunter2</private>"},

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mnemo import Mnemo
-from mnemo._chatexport import Message, looks_like_wechat, parse_json_export, parse_wechat, windows
+from mnemo._ingest.chatexport import Message, looks_like_wechat, parse_json_export, parse_wechat, windows
 from mnemo.errors import IngestError
 
 CHATS = Path(__file__).parent / "fixtures" / "notes" / "chats"

@@ -15,7 +15,7 @@ from conftest import FAKE_MODEL
 from fake_embedder import unrelated_query
 
 from mnemo import Mnemo
-from mnemo.cli import OPERATIONS, main_group
+from mnemo._cli.commands import OPERATIONS, main_group
 
 
 
@@ -529,7 +529,7 @@ def test_global_options_work_before_the_command_too(cli, tmp_path: Path) -> None
 
 
 def test_hoisting_leaves_everything_else_alone() -> None:
-    from mnemo.cli import hoist_global_options
+    from mnemo._cli.commands import hoist_global_options
 
     assert hoist_global_options(["--db", "a.db", "--model", "use", "search", "q", "-k", "3"]) == ["search", "--db", "a.db", "--model", "use", "q", "-k", "3"]
     assert hoist_global_options(["search", "--db", "a.db", "q"]) == ["search", "--db", "a.db", "q"]

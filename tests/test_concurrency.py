@@ -255,7 +255,7 @@ def test_parallel_imports_of_the_same_file(tmp_path: Path) -> None:
     ids=["before-first-commit", "inside-second-batch"],
 )
 def test_import_killed_midway_leaves_a_consistent_store(tmp_path: Path, kill_after_inserts: int) -> None:
-    from mnemo._maintenance import IMPORT_BATCH
+    from mnemo._core.maintenance import IMPORT_BATCH
 
     assert IMPORT_BATCH == 128
     path = tmp_path / "store.db"

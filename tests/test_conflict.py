@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemo._conflict import Conflict, detect_conflict
+from mnemo._lifecycle.conflict import Conflict, detect_conflict
 
 # (old, new, reason): new replaces or contradicts old
 CONFLICTS = [

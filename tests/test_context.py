@@ -7,8 +7,8 @@ import json
 import pytest
 
 from mnemo import InvalidInputError, Mnemo
-from mnemo._context import MARKERS
-from mnemo._tokens import estimate_tokens, has_cjk
+from mnemo._core.context import MARKERS
+from mnemo._base.tokens import estimate_tokens, has_cjk
 
 EN_START, EN_END = MARKERS["en"]
 ZH_START, ZH_END = MARKERS["zh"]
@@ -73,8 +73,8 @@ def test_block_is_wrapped_and_each_line_has_type_date_and_source(m: Mnemo) -> No
 
 
 def test_every_source_label() -> None:
-    from mnemo._context import source_label
-    from mnemo._models import Memory
+    from mnemo._core.context import source_label
+    from mnemo._base.models import Memory
 
     assert source_label(Memory(id="a", content="x", source="url:https://x")) == "from a web page"
     assert source_label(Memory(id="a", content="x", source="auto", metadata={"speaker": "assistant"})) == "from the assistant's words"

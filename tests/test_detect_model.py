@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemo import Mnemo, _detect_model
-from mnemo._detect import detect
+from mnemo import Mnemo
+from mnemo._capture import detect_model as _detect_model
+from mnemo._capture.detect import detect
 
 BENCH = Path(__file__).parents[1] / "bench"
 

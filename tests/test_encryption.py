@@ -10,7 +10,7 @@ import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo, StoreKeyError
-from mnemo._sqlite import SQLITE_HEADER, convert, is_encrypted
+from mnemo._stores.sqlite import SQLITE_HEADER, convert, is_encrypted
 
 # encryption at rest is a property of the SQLite file
 pytestmark = pytest.mark.sqlite_only
@@ -117,7 +117,7 @@ def test_failed_convert_leaves_the_original_intact(tmp_path: Path, monkeypatch: 
             m.remember(f"note {i}")
     original = path.read_bytes()
 
-    import mnemo._sqlite as sq
+    import mnemo._stores.sqlite as sq
 
     def broken(conn):  # the verification step finds a different count
         return {"memories": -1, "events": 0, "embeddings": 0}

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import default_store
 from mnemo import Mnemo
-from mnemo._context import MARKERS
-from mnemo._project import project_scope
+from mnemo._core.context import MARKERS
+from mnemo._settings.scope import project_scope
 
 DATA = Path(__file__).parent / "data" / "hooks"
 MNEMO = str(Path(sys.executable).with_name("mnemo"))

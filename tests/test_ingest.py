@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mnemo import Mnemo
-from mnemo._chunk import chunk_markdown, chunk_text, embed_prefix, fixed_windows, parse_front_matter, sentence_spans
-from mnemo._docs import decode_bytes
+from mnemo._ingest.chunk import chunk_markdown, chunk_text, embed_prefix, fixed_windows, parse_front_matter, sentence_spans
+from mnemo._ingest.docs import decode_bytes
 from mnemo.errors import IngestError, InvalidInputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notes"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import default_store
 from mnemo import InvalidInputError
-from mnemo._install import CLAUDE_EVENTS, install, uninstall
+from mnemo._cli.install import CLAUDE_EVENTS, install, uninstall
 
 USER_SETTINGS = """{
     "model": "opus",
@@ -152,7 +152,7 @@ def test_install_can_import_claude_md_as_project_context(home: Path, tmp_path: P
     from fake_embedder import FakeEmbedder
 
     from mnemo import Mnemo
-    from mnemo._project import project_scope
+    from mnemo._settings.scope import project_scope
 
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import mnemo
-from mnemo._sqlite import SQLiteStore
-from mnemo._store import Store
+from mnemo._stores.sqlite import SQLiteStore
+from mnemo._stores.base import Store
 
 SRC = Path(mnemo.__file__).parent
 
@@ -23,7 +23,7 @@ def test_sqlite_store_implements_the_store_port() -> None:
 
 
 def test_core_and_policies_contain_no_sql() -> None:
-    for name in ("_core.py", "_maintenance.py", "_rank.py", "_text.py", "_vindex.py", "cli.py"):
+    for name in ("_core/mnemo.py", "_core/maintenance.py", "_recall/rank.py", "_base/text.py", "_recall/vindex.py", "_cli/commands.py"):
         text = (SRC / name).read_text("utf-8")
         assert "import apsw" not in text.replace("        import apsw\n\n        if isinstance(exc, apsw.Error)", ""), name
         assert not re.search(r"\b(SELECT|UPDATE|INSERT INTO|DELETE FROM)\b [a-z_*]", text), name

@@ -11,7 +11,7 @@ from conftest import chat_store
 from fake_embedder import ChatEndpoint, FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._chat import ChatClient
+from mnemo._llm.chat import ChatClient
 
 A = "the staging database runs PostgreSQL"
 B = "the staging database runs PostgreSQL with nightly backups"  # unclear to the rules: linked as related

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mnemo._mcp import TOOLS
+from mnemo._mcp.server import TOOLS
 
 pytest.importorskip("mcp")
 

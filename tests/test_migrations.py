@@ -9,7 +9,7 @@ import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._migrations import LATEST_VERSION, MIGRATIONS
+from mnemo._stores.sqlite_schema import LATEST_VERSION, MIGRATIONS
 
 # upgrades SQLite store files (PostgreSQL migrations: test_postgres.py)
 pytestmark = pytest.mark.sqlite_only

@@ -27,8 +27,8 @@ import pytest
 
 from conftest import default_store
 from mnemo import Mnemo
-from mnemo._install import install
-from mnemo._project import project_scope
+from mnemo._cli.install import install
+from mnemo._settings.scope import project_scope
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 OPENCODE_VERSION = "1.18.33"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo._pairs import adds_nothing, other_facts, other_subject, replaces, shares_topic, tokens
+from mnemo._lifecycle.pairs import adds_nothing, other_facts, other_subject, replaces, shares_topic, tokens
 
 
 @pytest.mark.parametrize("old,new", [

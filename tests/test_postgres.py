@@ -278,8 +278,8 @@ def test_client_reconnects_after_the_server_restarts(pg_databases: PgDatabases) 
 def test_postgres_store_implements_the_store_port() -> None:
     import inspect
 
-    from mnemo._postgres import PostgresStore
-    from mnemo._store import Store, VectorSearch
+    from mnemo._stores.postgres import PostgresStore
+    from mnemo._stores.base import Store, VectorSearch
 
     wanted = [n for n, v in vars(Store).items() if callable(v) and not n.startswith("_")]
     wanted += [n for n, v in vars(Store.__mro__[1]).items() if callable(v) and not n.startswith("_")]  # AuxStore

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mnemo._redact import DEFAULT_OFF, DETECTORS, Finding, Redacted, Redactor, redact
+from mnemo._privacy.redact import DEFAULT_OFF, DETECTORS, Finding, Redacted, Redactor, redact
 
 REDTEAM = Path(__file__).parent / "data" / "redteam.jsonl"
 

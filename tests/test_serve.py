@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from mnemo import Mnemo
-from mnemo._hookclient import lock_path, request, service_running, socket_path
-from mnemo._project import project_scope
+from mnemo._hooks.client import lock_path, request, service_running, socket_path
+from mnemo._settings.scope import project_scope
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 DATA = Path(__file__).parent / "data" / "hooks"

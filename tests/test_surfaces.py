@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 from mnemo import Mnemo
-from mnemo._mcp import TOOLS
-from mnemo.cli import OPERATIONS
+from mnemo._mcp.server import TOOLS
+from mnemo._cli.commands import OPERATIONS
 
 #: public Mnemo methods that are not operations of their own, on any surface
 NOT_OPERATIONS = {

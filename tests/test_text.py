@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mnemo import Mnemo, _text
+from mnemo import Mnemo
+from mnemo._base import text as _text
 
 
 def test_technical_terms_stay_whole() -> None:

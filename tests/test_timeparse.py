@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 
-from mnemo._timeparse import RECENT_DAYS, TimeWindow, find_time_window
+from mnemo._recall.timeparse import RECENT_DAYS, TimeWindow, find_time_window
 
 UTC = timezone.utc
 NOW = datetime(2023, 10, 22, 9, 55, tzinfo=UTC)  # a Sunday; its week starts Monday 2023-10-16

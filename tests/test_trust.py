@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from mnemo import Mnemo
-from mnemo._project import project_scope
+from mnemo._settings.scope import project_scope
 
 DATA = Path(__file__).parent / "data"
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
@@ -28,7 +28,7 @@ MNEMO = str(Path(sys.executable).with_name("mnemo"))
 
 @pytest.fixture(scope="module", params=["e5", "use"])
 def real(request: pytest.FixtureRequest) -> Any:
-    from mnemo._embed import make_embedder
+    from mnemo._recall.embed import make_embedder
 
     return make_embedder(request.param)
 
@@ -176,7 +176,7 @@ def _repo(root: Path) -> Path:
 
 
 def test_scope_precedence_and_the_scope_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
-    from mnemo._project import resolve_scope
+    from mnemo._settings.scope import resolve_scope
 
     repo = _repo(tmp_path / "shop")
     (repo / "src").mkdir()
@@ -282,7 +282,7 @@ def test_consolidation_over_mcp_only_previews_unless_allowed(tmp_path: Path) -> 
 # ---------------------------------------------------------------- re-injection after compaction
 
 def test_reinjection_after_compaction_ranks_by_importance_and_relevance_and_keeps_room_for_key_memories(m: Mnemo, tmp_path: Path) -> None:
-    from mnemo._hooks import run_hook
+    from mnemo._hooks.handlers import run_hook
 
     key = m.remember("Never push directly to the main branch", type="constraint", importance=0.7)
     topical = [m.remember(f"The reporting database replica {i} is PostgreSQL read-only", importance=0.3 + i * 0.05).id for i in range(10)]

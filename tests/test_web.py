@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mnemo import Mnemo
-from mnemo._web import extract, fetch
+from mnemo._ingest.webpage import extract, fetch
 from mnemo.errors import IngestError
 
 ARTICLE = (Path(__file__).parent / "fixtures" / "notes" / "web" / "article.html").read_bytes()

@@ -34,18 +34,18 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's fast path
 if TYPE_CHECKING:
-    from ._core import Mnemo
-    from ._models import MEMORY_TYPES, Hit, Memory
+    from ._core.mnemo import Mnemo
+    from ._base.models import MEMORY_TYPES, Hit, Memory
 
 
 def __getattr__(name: str):  # PEP 562: `Mnemo` (numpy, apsw, the models) loads on first use,
     # so light entry points such as `mnemo hook` (run on every prompt) import none of it
     if name == "Mnemo":
-        from ._core import Mnemo
+        from ._core.mnemo import Mnemo
 
         return Mnemo
     if name in ("Memory", "Hit", "MEMORY_TYPES"):
-        from . import _models
+        from ._base import models as _models
 
         return getattr(_models, name)
     raise AttributeError(f"module 'mnemo' has no attribute {name!r}")

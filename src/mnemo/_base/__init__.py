@@ -1,0 +1,1 @@
+"""The ground floor: the memory record, text handling shared by every layer, token estimates."""

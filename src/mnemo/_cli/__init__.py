@@ -1,0 +1,1 @@
+"""The ``mnemo`` command line: thin commands over one ``Mnemo`` operation each."""

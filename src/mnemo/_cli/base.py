@@ -1,0 +1,158 @@
+"""What every ``mnemo`` command shares: the state (settings, JSON switch, the store opened on
+demand), the ``command`` decorator with the shared options, the root group and ``OPERATIONS``.
+
+Command modules (``cli`` and the ``_cli_*`` feature modules) register on ``main_group`` through
+``command`` and add their command → operation pairs to ``OPERATIONS``.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._settings import config as _config
+
+
+class _LazyRender:
+    """``_render`` imported on first use: Rich costs ~30 ms that a --json run never needs."""
+
+    def __getattr__(self, name: str) -> Any:
+        from . import render as module
+
+        return getattr(module, name)
+
+
+_render: Any = _LazyRender()
+
+#: CLI command → ``Mnemo`` operation (a test checks every operation is reachable)
+OPERATIONS: dict[str, str] = {
+    "init": "stats",
+    "save": "remember",
+    "search": "recall",
+    "recent": "recent",
+    "list": "list",
+    "show": "get",
+    "history": "history",
+    "forget": "forget",
+    "restore": "restore",
+    "stats": "stats",
+    "export": "export",
+    "import": "import_",
+    "reindex": "reindex",
+    "doctor": "doctor",
+    "purge": "purge",
+    "redact": "redact",
+    "edit": "edit",
+    "review": "review",
+    "confirm": "confirm",
+    "gc": "gc",
+    "consolidate": "consolidate",
+    "resolve": "resolve",
+}
+
+
+class CLIState:
+    """What every command needs: the JSON switch and a lazily opened store."""
+
+    def __init__(self, as_json: bool, db: str | None, model: str | None, scope: str | None = None):
+        self.as_json = as_json
+        self.overrides = {"db": db, "model": model, "scope": scope}
+        self.config = _config.load(self.overrides)
+
+    def key(self, *, create: bool = False) -> str | None:
+        """The encryption key this store needs: none for a plaintext store; for an encrypted
+        one (or a new store when ``encrypt`` is on) from MNEMO_KEY, the keyring or the key file,
+        which ``create`` makes when there is none."""
+        from .._settings import keys as _keys
+        from .._stores.sqlite import is_encrypted
+
+        c = self.config
+        if c.db.startswith(("postgres://", "postgresql://")):
+            return None  # a PostgreSQL store has no file to encrypt: the server protects it
+        exists = os.path.exists(c.db) and os.path.getsize(c.db) > 0
+        if exists and not is_encrypted(c.db):
+            return None
+        if not exists and not c["encrypt"]:
+            return None
+        key = _keys.resolve(c.db, c.key_file)
+        if key is None and create and not exists:
+            key = _keys.create_key_file(c.key_file)
+            _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
+        if key is not None and key.warning:
+            _render.err.print(f"warning: {key.warning}")
+        return None if key is None else key.value
+
+    @contextmanager
+    def open(self, *, create: bool = False) -> Iterator[Any]:
+        """The store as a context manager. A store this command created is removed again if
+        the command then fails (bad input must not leave an empty store behind)."""
+        from .._core.mnemo import Mnemo
+
+        c = self.config
+        existed = os.path.exists(c.db)
+        key = self.key(create=create)
+        m = Mnemo(
+            c.db,
+            model=c["model"],
+            scope=c["scope"],
+            create=create,
+            half_life_days=c["half_life_days"],
+            min_score=c["min_score"],
+            embed_base_url=c["embed_base_url"] or None,
+            threads=c["embed_threads"] or None,
+            key=key,
+            redactor=c.redactor(),
+            decay_days=c["decay_days"],
+            chat=c.chat(),
+        )
+        try:
+            yield m
+        except BaseException:
+            m.close()
+            if create and not existed and not c.db.startswith(("postgres://", "postgresql://")):
+                for suffix in ("", "-wal", "-shm"):
+                    Path(c.db + suffix).unlink(missing_ok=True)
+            raise
+        m.close()
+
+    def emit(self, data: Any, text: Callable[[], None]) -> None:
+        if self.as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        else:
+            text()
+
+
+def command(name: str, *, scope_option: bool = False, **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:
+    """A subcommand with the shared ``--db``, ``--model`` and ``--json`` options."""
+
+    def wrap(fn: Callable[..., Any]) -> click.Command:
+        @functools.wraps(fn)
+        def run(*args: Any, db: str | None, model: str | None, as_json: bool, **kw: Any) -> Any:
+            state = CLIState(as_json, db, model, kw.get("scope") if scope_option else None)
+            return fn(state, *args, **kw)
+
+        run = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts and agents.")(run)
+        run = click.option("--model", help="Embedding model: e5, use, openai:<model>.")(run)
+        run = click.option("--db", metavar="PATH|URL", help="Store file or postgresql:// URL (default: MNEMO_DB, config, or the mnemo home).")(run)
+        return main_group.command(name, **kwargs)(run)
+
+    return wrap
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="mnemo", prog_name="mnemo")
+def main_group() -> None:
+    """mnemo — local-first memory for AI assistants.
+
+    Remember preferences, decisions and project context; recall them by meaning or by words,
+    in Chinese and English, from one SQLite file on this machine.
+    """
+
+

@@ -1,0 +1,568 @@
+"""The ``mnemo`` command: a thin layer over :class:`mnemo.Mnemo`.
+
+Every command parses its options, calls one ``Mnemo`` method and renders the result, as text
+for people or as JSON (``--json``) for scripts and agents. ``OPERATIONS`` maps each command to
+the API operation it runs (DESIGN.md's naming note: ``save`` = remember, ``search`` = recall).
+"""
+
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .._settings import config as _config
+from .base import OPERATIONS, CLIState, _render, command, main_group
+from ..errors import ImportFormatError, MnemoError
+
+__all__ = ["OPERATIONS", "CLIState", "command", "main", "main_group"]
+
+# ---------------------------------------------------------------- commands
+
+@command("init")
+@click.option("--encrypt", is_flag=True, help="Create the store encrypted (a key file is made if no key is set).")
+def init_cmd(state: CLIState, encrypt: bool) -> None:
+    """Create the store (idempotent) and report where it is."""
+    existed = _store_exists(state)
+    if encrypt:
+        state.config.values["encrypt"] = True
+    if encrypt and existed:
+        from .._stores.sqlite import is_encrypted
+
+        if not is_encrypted(state.config.db):
+            raise click.UsageError("the store already exists unencrypted; run `mnemo encrypt` to encrypt it")
+    with state.open(create=True) as m:
+        info = m.stats()
+    info["created"] = not existed
+    state.emit(info, lambda: _render.init(info))
+
+
+def _store_exists(state: CLIState) -> bool:
+    """Whether the configured store is already there: its file, or a database with mnemo's schema."""
+    from .._stores.open import is_url
+    from ..errors import StoreMissingError
+
+    if not is_url(state.config.db):
+        return os.path.exists(state.config.db)
+    try:
+        with state.open(create=False):
+            return True
+    except StoreMissingError:
+        return False
+
+
+@command("encrypt")
+def encrypt_cmd(state: CLIState) -> None:
+    """Encrypt an existing store in place (new file, verified, then swapped in)."""
+    from .._settings import keys as _keys
+    from .._stores.sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db):
+        raise click.UsageError(f"no store at {c.db}; `mnemo init --encrypt` creates an encrypted one")
+    if is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is already encrypted (`mnemo rekey` changes the key)")
+    key = _keys.resolve(c.db, c.key_file)
+    if key is None:
+        key = _keys.create_key_file(c.key_file)
+        _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
+    report = convert(c.db, old_key=None, new_key=key.value)
+    report["key_source"] = key.source
+    state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories); key from {key.source}"))
+
+
+@command("decrypt")
+def decrypt_cmd(state: CLIState) -> None:
+    """Decrypt an encrypted store in place (new file, verified, then swapped in)."""
+    from .._stores.sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db) or not is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is not an encrypted store")
+    report = convert(c.db, old_key=state.key(), new_key=None)
+    state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories); the key is no longer needed"))
+
+
+@command("rekey")
+def rekey_cmd(state: CLIState) -> None:
+    """Change the key of an encrypted store (the new key goes to the key file, or comes from MNEMO_NEW_KEY)."""
+    from .._settings import keys as _keys
+    from .._stores.sqlite import convert, is_encrypted
+
+    c = state.config
+    if not os.path.exists(c.db) or not is_encrypted(c.db):
+        raise click.UsageError(f"{c.db} is not an encrypted store (`mnemo encrypt` encrypts it)")
+    old = _keys.resolve(c.db, c.key_file)
+    if old is None:
+        raise click.UsageError("no key found for this store (MNEMO_KEY, keyring or key file)")
+    new_value = os.environ.get("MNEMO_NEW_KEY") or None
+    if new_value is None and old.source != str(c.key_file):
+        raise click.UsageError(f"the key comes from {old.source}; set the new one in MNEMO_NEW_KEY")
+    new_value = new_value or _keys.new_key()
+    pending = c.key_file.with_name(c.key_file.name + ".pending")
+    if old.source == str(c.key_file):
+        # the new key is on disk before the store depends on it; a crash leaves key.pending to recover with
+        _keys.replace_key_file(pending, new_value)
+    report = convert(c.db, old_key=old.value, new_key=new_value)
+    if old.source == str(c.key_file):
+        os.replace(pending, c.key_file)
+    state.emit(report, lambda: _render.line(f"re-keyed {c.db} ({report['memories']} memories)"))
+
+
+@command("save", scope_option=True)
+@click.argument("text", nargs=-1, required=True)
+@click.option("--type", "mtype", default="note", show_default=True, help="Memory type (user_preference, decision, …).")
+@click.option("--scope", help="Scope: global or project:<name> (default: MNEMO_SCOPE / config / global).")
+@click.option("--tags", help="Comma-separated tags.")
+@click.option("--importance", type=float, default=0.5, show_default=True, help="0..1; how much it matters.")
+@click.option("--confidence", type=float, default=1.0, show_default=True, help="0..1; how sure it is.")
+@click.option("--source", default="manual", show_default=True, help="Where it came from.")
+@click.option("--created-at", help="When it happened (ISO-8601; naive = local time).")
+@click.option("--expires", help="Stop recalling it after 30d / 12w / a date, until confirmed (mnemo review).")
+@click.option("--pin", is_flag=True, help="Never decay or archive it.")
+@click.option("--no-dedup", is_flag=True, help="Store it even if it repeats, relates to or replaces a memory.")
+def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | None, tags: str | None, importance: float,
+             confidence: float, source: str, created_at: str | None, expires: str | None, pin: bool, no_dedup: bool) -> None:
+    """Remember TEXT (use - to read it from standard input). A repeat is merged into the memory it
+    repeats, a similar memory is linked as related, and one that replaces a statement supersedes it."""
+    content: Any = " ".join(text)
+    if content == "-":
+        content = sys.stdin.buffer.read()
+    with state.open(create=True) as m:
+        mem, action = m.remember_many([dict(content=content, type=mtype, scope=scope, tags=tags, importance=importance,
+                                            confidence=confidence, source=source, created_at=created_at, expires=expires,
+                                            pinned=pin)], cause="save", dedup=not no_dedup)[0]
+        links = m.related(mem.id) if action in ("related", "superseded") else []
+    state.emit({"action": action, "memory": mem.to_dict(), "links": links}, lambda: _render.saved(mem, action, links))
+
+
+@command("search")
+@click.argument("query", required=False)
+@click.option("--batch", "batch", type=click.Path(dir_okay=False, allow_dash=True), help="JSONL file of queries (- for stdin); prints JSONL.")
+@click.option("-k", "--top-k", type=int, help="How many results (default 5).")
+@click.option("--min-similarity", type=float, help="Drop hits whose embedding cosine is below this (model-specific).")
+@click.option("--min-score", type=float, help="Relevance floor on the final score (default from config).")
+@click.option("--type", "types", multiple=True, help="Only these types (repeat or comma-separate).")
+@click.option("--scope", help="Scope to search besides global; 'all' searches every scope.")
+@click.option("--tags", help="Only memories with all these tags (comma-separated).")
+@click.option("--since", help="Only memories created at or after this time.")
+@click.option("--until", help="Only memories created before this time.")
+@click.option("--now", help="Treat this time as now (recency and 'last week').")
+@click.option("--mode", type=click.Choice(["hybrid", "vector", "fts"]), default="hybrid", show_default=True, help="Retrieval channels.")
+@click.option("--explain", is_flag=True, help="Show how each score was computed.")
+@click.option("--no-touch", is_flag=True, help="Do not count this search as an access.")
+@click.option("--include-superseded", is_flag=True, help="Also return memories that newer ones replaced.")
+@click.option("--include-archived", is_flag=True, help="Also return archived memories.")
+@click.option("--include-expired", is_flag=True, help="Also return memories past their expiry (see mnemo review).")
+@click.option("--expand", is_flag=True, help="Follow each hit with its related memories.")
+def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int | None, min_similarity: float | None,
+               min_score: float | None, types: tuple[str, ...], scope: str | None, tags: str | None, since: str | None,
+               until: str | None, now: str | None, mode: str, explain: bool, no_touch: bool, include_superseded: bool,
+               include_archived: bool, include_expired: bool, expand: bool) -> None:
+    """Recall the memories relevant to QUERY (hybrid full-text + semantic search)."""
+    type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
+    k = top_k if top_k is not None else state.config["top_k"]
+    opts = dict(min_similarity=min_similarity, min_score=min_score, types=type_list, tags=tags, since=since, until=until, mode=mode,
+                include_superseded=include_superseded, include_archived=include_archived, include_expired=include_expired, expand=expand)
+    if batch:
+        items = _read_batch(batch)
+        with state.open() as m:
+            for row in m.recall_batch(items, top_k=k, scope=scope, now=now, explain=explain, **opts):
+                click.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not query:
+        raise click.UsageError("give a QUERY or --batch FILE")
+    with state.open() as m:
+        hits = m.recall(query, top_k=k, scope=scope, now=now, explain=explain, touch=not no_touch, **opts)
+    state.emit({"query": query, "results": [h.to_dict() for h in hits]}, lambda: _render.hits(hits, explain))
+
+
+def _read_batch(path: str) -> list[dict[str, Any]]:
+    from ..errors import InvalidInputError
+
+    raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    items, problems = [], []
+    for n, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((n, f"invalid JSON ({exc.msg})"))
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
+            problems.append((n, "needs a non-empty \"query\""))
+            continue
+        items.append(item)
+    if problems:
+        raise InvalidInputError("batch file: " + "; ".join(f"line {n}: {msg}" for n, msg in problems[:5]))
+    return items
+
+
+@command("recent")
+@click.option("--days", type=float, default=7, show_default=True)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--scope", help="Scope besides global; 'all' for every scope.")
+def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> None:
+    """Memories saved in the last few days."""
+    with state.open() as m:
+        shown = scope or m.scope
+        mems = m.recent(days=days, limit=limit, scope=scope)
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
+
+
+@command("list")
+@click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
+@click.option("--type", "types", multiple=True, help="Only these types.")
+@click.option("--tags", help="Only memories with all these tags.")
+@click.option("--since")
+@click.option("--until")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(["active", "superseded", "archived", "deleted"]), help="Statuses to list (default active).")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0)
+def list_cmd(state: CLIState, scope: str | None, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
+             statuses: tuple[str, ...], limit: int, offset: int) -> None:
+    """List memories, newest first, with filters."""
+    type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
+    with state.open() as m:
+        shown = scope or m.scope
+        mems = m.list(scope=shown, types=type_list, tags=tags, since=since, until=until, statuses=statuses or ("active",), limit=limit, offset=offset)
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
+
+
+@command("show")
+@click.argument("memory_id")
+def show_cmd(state: CLIState, memory_id: str) -> None:
+    """Show one memory with its history."""
+    with state.open() as m:
+        mem = m.get(memory_id)
+        events = m.history(mem.id)
+        links = m.related(mem.id)
+    state.emit({"memory": mem.to_dict(), "history": events, "links": links}, lambda: _render.show(mem, events, links))
+
+
+@command("history")
+@click.argument("memory_id")
+def history_cmd(state: CLIState, memory_id: str) -> None:
+    """Every recorded event of a memory."""
+    with state.open() as m:
+        events = m.history(memory_id)
+    state.emit(events, lambda: _render.events(events))
+
+
+@command("forget")
+@click.argument("memory_id")
+def forget_cmd(state: CLIState, memory_id: str) -> None:
+    """Soft-delete a memory (mnemo restore brings it back)."""
+    with state.open() as m:
+        mem = m.forget(memory_id)
+    state.emit(mem.to_dict(), lambda: _render.line(f"forgot {mem.id} (restore with: mnemo restore {mem.id})"))
+
+
+@command("restore")
+@click.argument("memory_id")
+def restore_cmd(state: CLIState, memory_id: str) -> None:
+    """Undo a memory's last lifecycle step: un-forget, un-archive, un-supersede, un-merge or un-edit."""
+    with state.open() as m:
+        mem = m.restore(memory_id)
+    state.emit(mem.to_dict(), lambda: _render.line(f"restored {mem.id}"))
+
+
+@command("purge")
+@click.argument("memory_ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Erase every memory, the history, the index and mnemo's backups of this store.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (scripts).")
+def purge_cmd(state: CLIState, memory_ids: tuple[str, ...], everything: bool, yes: bool) -> None:
+    """Permanently delete memories (the only hard delete; `forget` is the undoable one)."""
+    if not memory_ids and not everything:
+        raise click.UsageError("name memory ids to purge, or --all")
+    if memory_ids and everything:
+        raise click.UsageError("give memory ids or --all, not both")
+    what = "EVERY memory in " + state.config.db if everything else f"{len(memory_ids)} memories"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"purging {what} cannot be undone; add --yes to confirm")
+        click.confirm(f"Permanently delete {what}? This cannot be undone", abort=True, err=True)
+    with state.open() as m:
+        report = m.purge(memory_ids, everything=everything)
+    state.emit(report, lambda: _render.line(f"purged {report['purged']} memories" + (f" and {len(report['removed_files'])} backup files" if report["removed_files"] else "")))
+
+
+@command("edit")
+@click.argument("memory_id")
+@click.option("--content", help="New text (re-embedded; the old text stays in the history).")
+@click.option("--type", "mtype", help="New type.")
+@click.option("--tags", help="New comma-separated tags (replaces them).")
+@click.option("--importance", type=float)
+@click.option("--confidence", type=float)
+@click.option("--scope", help="Move it to another scope.")
+@click.option("--expires", help="New expiry (30d, a date), or '' to clear it.")
+@click.option("--pin/--unpin", default=None, help="Exempt it from decay and archiving, or not.")
+def edit_cmd(state: CLIState, memory_id: str, content: str | None, mtype: str | None, tags: str | None, importance: float | None,
+             confidence: float | None, scope: str | None, expires: str | None, pin: bool | None) -> None:
+    """Change a memory; `mnemo restore ID` undoes the edit."""
+    with state.open() as m:
+        mem = m.edit(memory_id, content=content, type=mtype, tags=tags, importance=importance, confidence=confidence,
+                     scope=scope, expires=expires, pinned=pin)
+    state.emit(mem.to_dict(), lambda: _render.line(f"updated {mem.id} (undo with: mnemo restore {mem.id})"))
+
+
+@command("review")
+@click.option("--limit", type=int, default=100, show_default=True)
+@click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
+def review_cmd(state: CLIState, limit: int, scope: str | None) -> None:
+    """What needs a person: memories past their expiry (confirm them: mnemo confirm ID) and possible
+    conflicts the write rules could not settle (mnemo resolve NEW_ID --supersede | --keep-both)."""
+    with state.open() as m:
+        shown = scope or m.scope
+        mems = m.review(limit=limit, scope=scope)
+        conflicts = m.conflicts(scope=scope, limit=limit)
+    data = {"scope": shown, "expired": [x.to_dict() for x in mems],
+            "possible_conflicts": [{"new": c["new"].to_dict(), "old": c["old"].to_dict(), "why": c["why"], "at": c["at"]} for c in conflicts]}
+    state.emit(data, lambda: _render.review(shown, mems, conflicts))
+
+
+@command("resolve")
+@click.argument("memory_id")
+@click.option("--supersede/--keep-both", required=True, help="The newer memory replaces the older one, or both stay.")
+def resolve_cmd(state: CLIState, memory_id: str, supersede: bool) -> None:
+    """Settle a possible conflict listed by `mnemo review` (ID: the newer memory)."""
+    with state.open() as m:
+        mem = m.resolve(memory_id, supersede=supersede)
+    state.emit(mem.to_dict(), lambda: _render.line(
+        f"{mem.id} now replaces the older memory (undo: mnemo restore on the older one)" if supersede else f"kept both; {mem.id} is settled"))
+
+
+@command("scope")
+def scope_cmd(state: CLIState) -> None:
+    """The scope commands use in this folder, and why (flag, MNEMO_SCOPE, .mnemo.toml, git project, config)."""
+    c = state.config
+    data = {"scope": c["scope"], "why": c.origins["scope"], "folder": os.getcwd()}
+    state.emit(data, lambda: _render.line(f"{data['scope']}  ({data['why']})"))
+
+
+@command("confirm")
+@click.argument("memory_id")
+@click.option("--expires", help="The next expiry (30d, a date); default: the same span again, or none.")
+def confirm_cmd(state: CLIState, memory_id: str, expires: str | None) -> None:
+    """Reconfirm an expired memory so it is recalled again."""
+    with state.open() as m:
+        mem = m.confirm(memory_id, expires=expires)
+    state.emit(mem.to_dict(), lambda: _render.line(f"confirmed {mem.id}" + (f"; next review {mem.expires_at}" if mem.expires_at else "")))
+
+
+@command("gc")
+@click.option("--apply", "apply_", is_flag=True, help="Do it (the default is a dry run that only shows what would change).")
+@click.option("--archive-days", type=float, help="Archive memories unused this long (default: the archive_days setting).")
+def gc_cmd(state: CLIState, apply_: bool, archive_days: float | None) -> None:
+    """Archive memories nobody has used for a long time (importance ≥ 0.8 and pinned ones are exempt)."""
+    days = archive_days if archive_days is not None else state.config["archive_days"]
+    with state.open() as m:
+        report = m.gc(apply=apply_, archive_days=days)
+    state.emit(report, lambda: _render.gc(report))
+
+
+@command("consolidate", scope_option=False)
+@click.option("--scope", help="Scope to consolidate (default: the current scope).")
+@click.option("--since", help="Only memories created at or after this time.")
+@click.option("--apply", "apply_", is_flag=True, help="Do it (the default is a dry run).")
+@click.option("--min-group", type=int, default=3, show_default=True, help="Smallest group worth a summary.")
+def consolidate_cmd(state: CLIState, scope: str | None, since: str | None, apply_: bool, min_group: int) -> None:
+    """Merge fragments about one topic into a summary memory; the fragments are archived, not deleted."""
+    with state.open() as m:
+        report = m.consolidate(scope=scope, since=since, apply=apply_, min_group=min_group)
+    state.emit(report, lambda: _render.consolidation(report))
+
+
+@command("stats")
+def stats_cmd(state: CLIState) -> None:
+    """Totals, last 7 days, by type and scope, store size, model."""
+    with state.open() as m:
+        info = m.stats()
+    state.emit(info, lambda: _render.stats(info))
+
+
+@command("export")
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "jsonl"]), default="json", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="File to write (default: standard output).")
+@click.option("--include-deleted", is_flag=True, help="Also export soft-deleted memories.")
+def export_cmd(state: CLIState, fmt: str, output: str | None, include_deleted: bool) -> None:
+    """Export every memory as Markdown, JSON or JSON Lines."""
+    warning = _export_exposure(output)
+    if warning:
+        _render.err.print(f"warning: {warning}")
+    with state.open() as m:
+        if output is None:
+            m.export(fmt, sys.stdout, include_deleted=include_deleted)
+            return
+        n = m.export(fmt, output, include_deleted=include_deleted)
+    state.emit({"exported": n, "output": output, "format": fmt}, lambda: _render.line(f"exported {n} memories to {output}"))
+
+
+def _export_exposure(output: str | None) -> str | None:
+    """Why an export may be readable by others, if it may: exports hold the memories in clear."""
+    import stat
+
+    try:
+        if output is None:
+            st = os.fstat(sys.stdout.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_mode & stat.S_IROTH:
+                return "the export goes to a file other users can read (chmod 600 it)"
+            return None
+        folder = Path(output).expanduser().resolve().parent
+        if folder.stat().st_mode & stat.S_IWOTH:
+            return f"exporting into {folder}, which every user can write to; the file itself is created 0600"
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+@command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--skip-invalid", is_flag=True, help="Import the valid records and report the malformed ones (default: import nothing if any is malformed).")
+@click.option("--dedup", is_flag=True, help="Merge repeats, link related memories and supersede replaced ones, as save does (default: keep every record).")
+def import_cmd(state: CLIState, file: str, skip_invalid: bool, dedup: bool) -> None:
+    """Import memories from JSON or JSON Lines (only "content" is required; idempotent)."""
+    with state.open(create=True) as m, _render.progress("importing", enabled=not state.as_json) as tick:
+        report = m.import_(file, skip_invalid=skip_invalid, progress=tick, dedup=dedup)
+    state.emit(report, lambda: _render.imported(report))
+
+
+@command("reindex")
+@click.option("--no-fts", is_flag=True, help="Only rebuild vectors.")
+def reindex_cmd(state: CLIState, no_fts: bool) -> None:
+    """Rebuild the derived index (full-text rows and vectors) for the configured model; resumable."""
+    with state.open() as m, _render.progress("embedding", enabled=not state.as_json) as tick:
+        report = m.reindex(fts=not no_fts, progress=tick)
+    state.emit(report, lambda: _render.line(
+        f"reindexed with {report['model']}: {report['fts_rows']} full-text rows, {report['embedded']} memories embedded"
+        + (f", {report['dropped_vectors']} vectors of other models dropped" if report["dropped_vectors"] else "")))
+
+
+@command("doctor")
+def doctor_cmd(state: CLIState) -> None:
+    """Check the store, the model and the index; say what is wrong and how to fix it."""
+    with state.open() as m:
+        checks = m.doctor()
+    state.emit({"path": state.config.db, "checks": checks}, lambda: _render.doctor(checks))
+    if any(c["status"] == "fail" for c in checks):
+        sys.exit(1)
+
+
+@command("redact")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--dry-run", is_flag=True, default=True, help="Only show what would be masked (the default: this command never stores anything).")
+def redact_cmd(state: CLIState, text: tuple[str, ...], dry_run: bool) -> None:
+    """Show what redaction masks in TEXT (- reads stdin): secrets, keys, phone/ID/card numbers, e-mail, <private> spans."""
+    from .._core.mnemo import Mnemo
+
+    content = " ".join(text)
+    if content == "-":
+        content = sys.stdin.read()
+    red = Mnemo.redact_with(state.config.redactor(), content)
+    findings = [{"kind": f.kind, "start": f.start, "end": f.end, "found": content[f.start:f.end], "placeholder": f.placeholder} for f in red.findings]
+    state.emit({"text": red.text, "kinds": red.kinds, "findings": findings}, lambda: _render.redaction(red.text, findings))
+
+
+@command("config")
+def config_cmd(state: CLIState) -> None:
+    """Show the effective settings and where each came from."""
+    c = state.config
+    rows = [{"name": s.name, "value": c.db if s.name == "db" else c[s.name], "origin": c.origins[s.name], "env": s.env, "help": s.help}
+            for s in _config.SETTINGS]
+    state.emit({"config_file": str(_config.config_path()), "home": str(_config.home()), "settings": rows}, lambda: _render.config(rows))
+
+
+@command("demo")
+@click.option("--keep", is_flag=True, help="Keep the demo store and print where it is.")
+def demo_cmd(state: CLIState, keep: bool) -> None:
+    """A guided tour on a throwaway store: save, search (across languages), explain, stats, export."""
+    from .demo import run_demo
+
+    run_demo(model=state.config["model"], keep=keep, as_json=state.as_json)
+
+
+# Feature command modules register themselves on import (capture, ingest, assistants).
+from . import assist as _cli_assist
+from . import capture as _cli_capture
+from . import ingest as _cli_ingest
+from . import team as _cli_team  # noqa: E402,F401
+
+# ---------------------------------------------------------------- entry point
+
+#: options every command takes, which may also stand before the command (``mnemo --db PATH search …``,
+#: as ``git -C`` or ``docker -H``); the value-taking ones, then the flags
+_GLOBAL_VALUED = ("--db", "--model")
+_GLOBAL_FLAGS = ("--json",)
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """``--db PATH``, ``--model NAME`` and ``--json`` written before the command, moved after it,
+    where every command takes them (``mnemo --db x.db search q`` = ``mnemo search --db x.db q``).
+    Anything else before the command (``--help``, ``--version``, a typo) is left for click."""
+    moved: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _GLOBAL_FLAGS:
+            moved.append(arg)
+            i += 1
+        elif arg in _GLOBAL_VALUED and i + 1 < len(argv):
+            moved += argv[i : i + 2]
+            i += 2
+        elif arg.split("=", 1)[0] in _GLOBAL_VALUED and "=" in arg:
+            moved.append(arg)
+            i += 1
+        else:
+            break
+    if not moved or i >= len(argv) or argv[i].startswith("-"):
+        return argv  # no command after them (or other options first): click says what is wrong
+    return [argv[i], *moved, *argv[i + 1 :]]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI: library errors become one clear line and an exit code, never a traceback."""
+    argv = hoist_global_options(list(argv if argv is not None else sys.argv[1:]))
+    as_json = "--json" in argv
+    try:
+        main_group.main(args=argv, prog_name="mnemo", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except MnemoError as exc:
+        _fail(str(exc), type(exc).__name__, exc.exit_code, as_json, getattr(exc, "problems", None) if isinstance(exc, ImportFormatError) else None)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except (BrokenPipeError, click.exceptions.Exit) as exc:
+        sys.exit(getattr(exc, "exit_code", 0))
+    except OSError as exc:
+        _fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if getattr(exc, 'filename', None) else ''}", "OSError", 1, as_json)
+    except Exception as exc:  # e.g. an apsw error from a damaged file: still one line
+        import apsw
+
+        if isinstance(exc, apsw.Error):
+            _fail(f"database error: {exc}", type(exc).__name__, 4, as_json)
+        raise
+
+
+def _fail(message: str, kind: str, code: int, as_json: bool, problems: list[tuple[int, str]] | None = None) -> None:
+    if as_json:
+        payload: dict[str, Any] = {"error": message, "kind": kind}
+        if problems:
+            payload["problems"] = [{"line": ln, "error": msg} for ln, msg in problems]
+        click.echo(json.dumps(payload, ensure_ascii=False))
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

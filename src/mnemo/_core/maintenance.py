@@ -1,0 +1,421 @@
+"""Bulk and housekeeping operations of the core: export, import, reindex, doctor.
+
+A mixin of :class:`mnemo.Mnemo` (kept apart only to keep modules small); it uses the same store,
+embedder and validation as ``remember``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .._capture import detect_model as _detect_model
+from .._base import text as _text
+from .._base.models import embed_text
+from .._stores.base import Filters
+from .._stores.sqlite_schema import LATEST_VERSION
+from .._base.models import STATUSES, Memory, format_time, parse_time, utcnow
+from ..errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
+
+if TYPE_CHECKING:
+    from .mnemo import Mnemo
+
+#: ``progress(done, total)`` callbacks drive the CLI's progress bars
+Progress = Callable[[int, int], None]
+EXPORT_FORMATS = ("markdown", "json", "jsonl")
+IMPORT_BATCH = 128
+_KEEP_FIELDS = ("status", "access_count", "last_accessed_at", "expires_at", "superseded_by", "updated_at")
+
+
+def _noop(done: int, total: int) -> None:
+    pass
+
+
+class MaintenanceOps:
+    """export · import_ · reindex · doctor."""
+
+    # ------------------------------------------------------------ export
+
+    def export(self: "Mnemo", fmt: str = "json", output: str | os.PathLike[str] | IO[str] | None = None, *, include_deleted: bool = False) -> int:
+        """Write every memory (deleted ones only when asked) as ``markdown``, ``json`` or ``jsonl``.
+
+        ``output`` is a path (written atomically), a text stream, or ``None`` for a string
+        (returned via :meth:`export_text`). Returns the number of memories written."""
+        if fmt not in EXPORT_FORMATS:
+            raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+        statuses = STATUSES if include_deleted else tuple(s for s in STATUSES if s != "deleted")
+        memories = list(self.store.iter_all(statuses))
+        if output is None or hasattr(output, "write"):
+            _write_export(output or io.StringIO(), fmt, memories, self)  # type: ignore[arg-type]
+            return len(memories)
+        target = Path(output).expanduser()
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent.resolve()))
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                _write_export(fh, fmt, memories, self)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return len(memories)
+
+    def export_text(self: "Mnemo", fmt: str = "json", *, include_deleted: bool = False) -> str:
+        """The export as a string."""
+        buf = io.StringIO()
+        self.export(fmt, buf, include_deleted=include_deleted)
+        return buf.getvalue()
+
+    # ------------------------------------------------------------ import
+
+    def import_(
+        self: "Mnemo",
+        source: str | os.PathLike[str] | Iterable[dict[str, Any]],
+        *,
+        skip_invalid: bool = False,
+        progress: Progress = _noop,
+        dedup: bool = False,
+    ) -> dict[str, Any]:
+        """Import memories from a JSON / JSONL file (or an iterable of dicts).
+
+        Only ``content`` is required; a given ``id``, ``created_at`` (naive = local time),
+        ``scope``, ``type``, tags and the rest are kept. Idempotent: records whose id is
+        already stored — or, without an id, whose text is already in that scope — are skipped.
+        Malformed records abort the import before anything is written (their line numbers are
+        in the error), unless ``skip_invalid`` imports the rest and reports them. ``dedup`` applies
+        the conversational write rules (merge repeats, link related, supersede) instead of keeping
+        every record."""
+        records = list(_read_records(source)) if isinstance(source, (str, os.PathLike)) else [(i + 1, r) for i, r in enumerate(source)]
+        problems: list[tuple[int, str]] = []
+        prepared: list[tuple[int, Memory, dict[str, Any]]] = []
+        for line, rec in records:
+            if isinstance(rec, Exception):
+                problems.append((line, str(rec)))
+                continue
+            if not isinstance(rec, dict):
+                problems.append((line, "not a JSON object"))
+                continue
+            try:
+                mem = self._prepare(rec)
+                extra = _extra_fields(rec)
+            except MnemoError as exc:
+                problems.append((line, str(exc)))
+                continue
+            prepared.append((line, mem, extra))
+        if problems and not skip_invalid:
+            shown = "; ".join(f"line {ln}: {msg}" for ln, msg in problems[:5])
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise ImportFormatError(f"{len(problems)} malformed record(s), nothing imported: {shown}{more}", problems)
+        # idempotence: by id when given, else by (normalised text, scope)
+        existing_ids = self.store.existing_ids([m.id for _, m, _ in prepared])
+        seen_ids: set[str] = set()
+        seen_hashes: set[tuple[str, str]] = set()
+        todo: list[tuple[Memory, dict[str, Any], bool]] = []  # (memory, extra fields, has an id)
+        skipped = 0
+        for line, mem, extra in prepared:
+            has_id = bool(extra.pop("_has_id"))
+            key = (mem.content_hash, mem.scope)
+            if mem.id in existing_ids or mem.id in seen_ids or (not has_id and key in seen_hashes):
+                skipped += 1
+                continue
+            seen_ids.add(mem.id)
+            seen_hashes.add(key)
+            todo.append((mem, extra, has_id))
+        without_id = [(m.content_hash, m.scope) for m, _, has in todo if not has]
+        known = self.store.existing_hashes(without_id) if without_id else set()
+        kept = [(m, e, has) for m, e, has in todo if has or (m.content_hash, m.scope) not in known]
+        skipped += len(todo) - len(kept)
+        progress(0, len(kept))
+        done = imported = 0
+        for start in range(0, len(kept), IMPORT_BATCH):
+            batch = kept[start : start + IMPORT_BATCH]
+            if dedup:
+                results = self.remember_many([_as_record(m, e) for m, e, _ in batch], cause="import", dedup=True)
+                n = sum(1 for _, action in results if action != "merged")
+            else:
+                n = self._insert_prepared(batch, cause="import")
+            imported += n
+            skipped += len(batch) - n
+            done += len(batch)
+            progress(done, len(kept))
+        return {"read": len(records), "imported": imported, "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
+
+    def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any], bool]], *, cause: str) -> int:
+        """Embed (what is not cached) and insert prepared ``(memory, extra fields, has_id)`` in one
+        transaction; returns how many were inserted. The idempotence check is repeated inside the
+        transaction, because another process may be importing the same file at the same time."""
+        self._check_model()
+        with self._lock:
+            texts = [embed_text(m) for m, _, _ in batch]
+            hashes, _, fresh = self._vectors(texts)
+            tokens = [_text.index_tokens(t) for t in texts]
+            inserted = 0
+            with self.store.transaction():
+                self._store_vectors(fresh)
+                for (mem, extra, has_id), h, tok in zip(batch, hashes, tokens):
+                    if self.store.pk_of(mem.id) is not None:
+                        continue
+                    if not has_id and self.store.existing_hashes([(mem.content_hash, mem.scope)]):
+                        continue
+                    for key, value in extra.items():
+                        setattr(mem, key, value)
+                    self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
+                    inserted += 1
+        return inserted
+
+    # ------------------------------------------------------------ reindex
+
+    def _embed_texts(self: "Mnemo", rows: Sequence[tuple[int, str]]) -> dict[int, str]:
+        """``pk → the text a memory is embedded and indexed as``: its content, after the title and
+        heading prefix of an ingested chunk (kept in its metadata)."""
+        mems = self.store.get_many_by_pk([pk for pk, _ in rows])
+        return {pk: embed_text(mems[pk]) if pk in mems else content for pk, content in rows}
+
+    def reindex(self: "Mnemo", *, fts: bool = True, progress: Progress = _noop, batch_size: int = 64) -> dict[str, Any]:
+        """Rebuild the derived index for the configured model: full-text rows, then missing vectors.
+
+        Resumable: vectors are committed batch by batch and a rerun only embeds what is
+        missing. When every memory has a vector of the configured model, it becomes the store's
+        model and other models' vectors are dropped."""
+        name = self.embedder.name
+        total_fts = 0
+        if fts:
+            after = 0
+            while True:
+                rows = self.store.fts_rows_after(after, 1000)
+                if not rows:
+                    break
+                texts = self._embed_texts(rows)
+                with self.store.transaction():
+                    for pk, _ in rows:
+                        self.store.set_fts(pk, _text.index_tokens(texts[pk]))
+                after = rows[-1][0]
+                total_fts += len(rows)
+        missing = self.store.count_missing_embeddings(name)
+        progress(0, missing)
+        done = 0
+        after = 0
+        while True:
+            rows = self.store.missing_embeddings(name, after, batch_size)
+            if not rows:
+                break
+            by_pk = self._embed_texts([(pk, content) for pk, _, content, _ in rows])
+            texts: dict[str, str] = {}
+            for pk, _, _, h in rows:
+                texts.setdefault(h, by_pk[pk])
+            vecs = self._embed(list(texts.values()), query=False)
+            with self.store.transaction():
+                self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(texts)])
+            after = rows[-1][0]
+            done += len(rows)
+            progress(done, missing)
+        with self.store.transaction():
+            previous = self.store.get_meta("embedder")
+            dropped = 0
+            if previous != name or self.store.get_meta("dim") is None:
+                dim = self._embed(["dimension probe"], query=False).shape[1]
+                self.store.set_meta("embedder", name)
+                self.store.set_meta("dim", str(dim))
+            dropped = self.store.drop_embeddings_except(name)
+            self.store.set_meta("generation", _generation())
+        self._index = None
+        return {"model": name, "previous_model": previous, "fts_rows": total_fts, "embedded": done, "dropped_vectors": dropped}
+
+    # ------------------------------------------------------------ purge
+
+    def purge(self: "Mnemo", memory_ids: Iterable[str] = (), *, everything: bool = False) -> dict[str, Any]:
+        """The only hard delete. Removes the memories from every table and index and their text
+        from the history (a content-free ``purged`` tombstone event stays), then rewrites the
+        file so nothing remains in free pages or the WAL. ``everything=True`` erases the whole
+        store, including mnemo's backup files beside it. Soft delete is :meth:`forget`."""
+        ids = [i.strip() for i in memory_ids if i and i.strip()]
+        if not everything and not ids:
+            raise InvalidInputError("name the memories to purge, or purge everything")
+        with self._lock:
+            with self.store.transaction():
+                if everything:
+                    n = self.store.purge_everything()
+                else:
+                    missing = [i for i in ids if self.store.get(i) is None]
+                    if missing:
+                        raise NotFoundError(f"no memory with id {', '.join(missing[:5])}")
+                    n = self.store.purge_rows(ids)
+                self.store.set_meta("generation", _generation())
+            self.store.scrub()
+            removed = []
+            if everything:
+                for f in self.store.backup_files():
+                    f.unlink(missing_ok=True)
+                    removed.append(str(f))
+            self._index = None
+            self._anchor_vecs = None
+        return {"purged": n, "everything": everything, "removed_files": removed}
+
+    # ------------------------------------------------------------ doctor
+
+    def doctor(self: "Mnemo") -> list[dict[str, str]]:
+        """Self-check. Each entry: ``check``, ``status`` (ok · warn · fail), ``detail``, ``fix``."""
+        out: list[dict[str, str]] = []
+
+        def add(check: str, ok: bool | None, detail: str, fix: str = "") -> None:
+            out.append({"check": check, "status": "ok" if ok else ("warn" if ok is None else "fail"), "detail": detail, "fix": "" if ok else fix})
+
+        version = self.store.schema_version
+        add("schema", version == LATEST_VERSION, f"schema version {version} (this mnemo: {LATEST_VERSION})", "upgrade mnemo")
+        problems = self.store.integrity_problems()
+        add("integrity", not problems, "SQLite quick_check ok" if not problems else "; ".join(problems[:3]),
+            "restore from a backup, or `mnemo export` what is readable and import it into a new store")
+        stored = self.store.get_meta("embedder")
+        try:
+            name = self.embedder.name
+            probe = self._embed(["mnemo doctor probe"], query=True)
+            dim = probe.shape[1]
+            add("model", True, f"{name}, {dim}-d, loads and embeds offline")
+        except MnemoError as exc:
+            add("model", False, str(exc), "check the model setting (`mnemo config`)")
+            return out
+        if stored is None:
+            add("index model", True, f"no vectors yet; the first write records {name}")
+        else:
+            same = stored == name and int(self.store.get_meta("dim") or 0) == dim
+            add("index model", same, f"index built with {stored} ({self.store.get_meta('dim')}-d)", "run `mnemo reindex` to rebuild it for the configured model")
+            missing = self.store.count_missing_embeddings(name) if same else 0
+            add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
+        add("write-probe", *self._write_probe())
+        off = _detect_model.problem()
+        add("capture model", None if off else True, off or "the capture detector's second stage loads",
+            "reinstall mnemo; until then the capture rules decide alone")
+        base_url = getattr(self.embedder, "base_url", None)
+        sent = []
+        if base_url:
+            sent.append(f"memory text and queries (after redaction) go to {base_url} to be embedded")
+        if self.chat is not None:
+            sent.append(f"pairs of similar memories and groups to summarise (after redaction) go to {self.chat.base_url}")
+        if sent:
+            add("network", None, "; ".join(sent) + "; nothing else leaves this machine",
+                "use a bundled model (--model e5 or use) and no llm_base_url to keep everything local")
+        else:
+            add("network", True, "no endpoint configured: nothing leaves this machine")
+        add("encryption", True, "the store file is encrypted" if self.store.encrypted
+            else "the store file is not encrypted (`mnemo encrypt` encrypts it at rest)")
+        return out
+
+    def _write_probe(self: "Mnemo") -> tuple[bool, str, str]:
+        """Write a memory, find it by words and by meaning, then roll everything back."""
+        marker = f"mnemo doctor probe {os.urandom(4).hex()}"
+        mem = self._prepare({"content": marker, "scope": "mnemo:doctor"})
+        vec = self._embed([marker], query=False)
+        h = _text.text_hash(marker)
+        with self.store.rolled_back():
+            self.store.put_embeddings(self.embedder.name, [(h, vec.shape[1], vec[0].tobytes())])
+            self.store.insert(mem, embed_hash=h, tokens=_text.index_tokens(marker), cause="doctor")
+            pk = self.store.pk_of(mem.id)
+            terms, phrases = _text.query_terms(marker)
+            fts_ok = any(p == pk for p, _ in self.store.fts_search(_text.fts_match_expression(terms, phrases) or "", Filters(scopes=["mnemo:doctor"]), 5))
+            blob = self.store.get_embeddings(self.embedder.name, [h]).get(h)
+            vec_ok = blob is not None and len(blob) == vec.nbytes
+        self._index = None
+        ok = fts_ok and vec_ok
+        return ok, "write, full-text and vector probe ok (rolled back)" if ok else f"probe failed (full-text {fts_ok}, vector {vec_ok})", "run `mnemo reindex`"
+
+
+def _as_record(mem: Memory, extra: dict[str, Any]) -> dict[str, Any]:
+    """A prepared memory back as a ``remember`` record (for imports through the write rules)."""
+    keep = ("id", "content", "type", "scope", "tags", "importance", "confidence", "source", "source_session", "created_at", "metadata", "pinned")
+    return {**{k: getattr(mem, k) for k in keep}, **{k: v for k, v in extra.items() if k == "expires_at"}}
+
+
+def _generation() -> str:
+    """A new index generation: other processes rebuild their vector index when it changes."""
+    return utcnow().strftime("%Y%m%d%H%M%S") + os.urandom(4).hex()
+
+
+def _extra_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """Fields an export carries beyond what ``remember`` takes, validated."""
+    extra: dict[str, Any] = {"_has_id": bool(rec.get("id"))}
+    if rec.get("status") is not None:
+        if rec["status"] not in STATUSES:
+            raise InvalidInputError(f"unknown status {rec['status']!r}")
+        extra["status"] = rec["status"]
+    if rec.get("access_count") is not None:
+        if not isinstance(rec["access_count"], int) or rec["access_count"] < 0:
+            raise InvalidInputError("access_count must be a non-negative integer")
+        extra["access_count"] = rec["access_count"]
+    for key in ("last_accessed_at", "expires_at", "updated_at"):
+        if rec.get(key):
+            extra[key] = format_time(parse_time(rec[key], field_name=key))
+    if rec.get("superseded_by"):
+        extra["superseded_by"] = str(rec["superseded_by"])
+    return extra
+
+
+def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
+    """``(line, record-or-exception)`` from a JSON array / object or a JSON Lines file."""
+    p = Path(path).expanduser()
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{p} is not UTF-8 text (is it a binary file?)") from None
+    stripped = text.lstrip()
+    if not stripped:
+        raise InvalidInputError(f"{p} is empty")
+    if stripped[0] in "[{":
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if stripped[0] == "[":
+                raise ImportFormatError(f"{p}: invalid JSON at line {exc.lineno}: {exc.msg}", [(exc.lineno, exc.msg)]) from None
+            doc = None  # JSON Lines starting with an object: parse line by line below
+        if doc is not None:
+            items = doc.get("memories") if isinstance(doc, dict) and "memories" in doc else doc
+            if isinstance(items, dict):
+                items = [items]
+            if not isinstance(items, list):
+                raise InvalidInputError(f"{p}: expected a list of memories or {{\"memories\": [...]}}")
+            yield from ((i + 1, r) for i, r in enumerate(items))
+            return
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield n, InvalidInputError(f"invalid JSON ({exc.msg})")
+
+
+def _write_export(fh: IO[str], fmt: str, memories: list[Memory], m: "Mnemo") -> None:
+    if fmt == "jsonl":
+        for mem in memories:
+            fh.write(json.dumps(mem.to_dict(), ensure_ascii=False) + "\n")
+        return
+    if fmt == "json":
+        doc = {"format": "mnemo-export", "version": 1, "exported_at": format_time(utcnow()), "model": m.store.get_meta("embedder"),
+               "memories": [mem.to_dict() for mem in memories]}
+        json.dump(doc, fh, ensure_ascii=False, indent=2)
+        fh.write("\n")
+        return
+    fh.write(f"# mnemo export\n\nExported {format_time(utcnow())} from `{m.path}` — {len(memories)} memories.\n")
+    by_scope: dict[str, list[Memory]] = {}
+    for mem in memories:
+        by_scope.setdefault(mem.scope, []).append(mem)
+    for scope in sorted(by_scope):
+        fh.write(f"\n## {scope}\n")
+        by_type: dict[str, list[Memory]] = {}
+        for mem in by_scope[scope]:
+            by_type.setdefault(mem.type, []).append(mem)
+        for mtype in sorted(by_type):
+            fh.write(f"\n### {mtype}\n\n")
+            for mem in sorted(by_type[mtype], key=lambda x: x.created_at):
+                body = mem.content.replace("\n", "\n  ")
+                tags = f" · tags: {', '.join(mem.tags)}" if mem.tags else ""
+                status = f" · **{mem.status}**" if mem.status != "active" else ""
+                fh.write(f"- {body}\n  <sub>`{mem.id}` · {mem.created_at[:10]} · importance {mem.importance:g}{tags}{status}</sub>\n")

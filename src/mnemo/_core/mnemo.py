@@ -1,0 +1,646 @@
+"""``Mnemo``: the one core every surface (CLI, MCP, hooks, web, Python) calls.
+
+Each public method is one operation of DESIGN.md's core: remember · recall · forget · restore ·
+recent · list · show/get · history · stats · export · import · reindex · doctor.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._base import text as _text
+from .capture import CaptureOps
+from .._llm.chat import ChatClient
+from .context import ContextOps
+from .._recall.embed import Calibration, Embedder, make_embedder
+from .ingest import IngestOps
+from .lifecycle import LifecycleOps, parse_expiry
+from .maintenance import MaintenanceOps
+from .._base.models import (
+    embed_text,
+    GLOBAL_SCOPE,
+    MAX_CONTENT_CHARS,
+    STATUSES,
+    Hit,
+    Memory,
+    check_content,
+    check_metadata,
+    check_scope,
+    check_tags,
+    check_type,
+    check_unit,
+    format_time,
+    new_id,
+    parse_time,
+    utcnow,
+)
+from .._recall.rank import Weights, score_candidates
+from .._privacy.redact import DETECTORS, Redacted, Redactor
+from .._stores.open import open_store
+from .._stores.base import Filters, Store, VectorSearch
+from .._recall.vindex import VectorIndex
+from ..errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
+
+#: lexical-only ranking needs no model calibration
+_NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
+#: candidates each channel contributes before fusion
+CANDIDATES = 100
+#: a query term found in more than this share of rows (and at least COMMON_MIN_ROWS) is left out
+COMMON_SHARE = 0.05
+COMMON_MIN_ROWS = 2000
+#: the anchor sentences' vectors per embedder object, shared by the stores of one process that
+#: use it (a service or a benchmark opens many; each would embed the same sentences again)
+_ANCHORS: dict[tuple[int, str], np.ndarray] = {}
+
+
+class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
+    """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
+
+    ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with
+    ``embed_base_url``); ``embedder`` passes a ready object instead (tests, custom models).
+    ``scope`` is the default scope for writes and the project scope that recall adds to
+    ``global``. ``create=False`` refuses to create a missing store. ``key`` opens (or creates)
+    an encrypted store. ``redactor`` masks secrets and personal data in everything written and
+    every query before it is stored, embedded or indexed (``True``: the default detectors;
+    a :class:`~mnemo._redact.Redactor` to configure them; ``False`` to turn redaction off).
+    ``chat`` (an OpenAI-compatible endpoint, off by default) judges unclear write-time decisions
+    and writes consolidation summaries; without it, rules and extractive summaries are used.
+    """
+
+    def __init__(
+        self,
+        path_or_url: str | os.PathLike[str],
+        *,
+        model: str = "e5",
+        embedder: Embedder | None = None,
+        scope: str = GLOBAL_SCOPE,
+        create: bool = True,
+        half_life_days: float = 90.0,
+        min_score: float | None = None,
+        embed_base_url: str | None = None,
+        threads: int | None = None,
+        key: str | None = None,
+        redactor: Redactor | None | bool = True,
+        decay_days: float = 90.0,
+        chat: ChatClient | None = None,
+    ):
+        self.store: Store = open_store(os.fspath(path_or_url), create=create, key=key)
+        self.scope = check_scope(scope)
+        self.weights = Weights(half_life_days=half_life_days, decay_days=decay_days)
+        if min_score is not None:
+            self.weights.min_score = float(min_score)
+        self._embedder = embedder
+        self.redactor: Redactor | None = Redactor() if redactor is True else (redactor or None)
+        self.chat = chat
+        self._model_name = model
+        self._embed_base_url = embed_base_url
+        self._threads = threads
+        self._index: VectorIndex | None = None
+        self._anchor_vecs: tuple[str, np.ndarray] | None = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------ plumbing
+
+    def close(self) -> None:
+        """Release the store."""
+        self.store.close()
+
+    def __enter__(self) -> "Mnemo":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def path(self) -> str:
+        return self.store.url
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, built on first use (loading a model costs time the CLI often need not spend)."""
+        if self._embedder is None:
+            self._embedder = make_embedder(self._model_name, base_url=self._embed_base_url, threads=self._threads)
+        return self._embedder
+
+    def _check_model(self) -> None:
+        """Refuse to mix vectors of two models; the store remembers which one built its index."""
+        stored = self.store.get_meta("embedder")
+        name = self.embedder.name
+        if stored is not None and stored != name:
+            raise ModelMismatchError(
+                f"this store's index was built with {stored}; the configured model is {name}. "
+                f"Run `mnemo reindex` to rebuild the index with the configured model, or select the store's model (--model)"
+            )
+
+    def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        emb = self.embedder
+        try:
+            vecs = emb.embed_queries(texts) if query else emb.embed_passages(texts)
+        except EmbedderError:
+            raise
+        except Exception as exc:  # an engine failure is an embedder error, not a traceback
+            raise EmbedderError(f"embedding with {emb.name} failed: {exc}") from exc
+        stored_dim = self.store.get_meta("dim")
+        if vecs.shape[0] != len(texts):
+            raise EmbedderError(f"{emb.name} returned {vecs.shape[0]} vectors for {len(texts)} texts")
+        if stored_dim is not None and vecs.shape[1] != int(stored_dim) and self.store.get_meta("embedder") == emb.name:
+            raise EmbedderError(
+                f"{emb.name} returned {vecs.shape[1]}-d vectors but the store's index is {stored_dim}-d; run `mnemo reindex`"
+            )
+        return vecs
+
+    def _vectors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The embedding cache in front of the model: the texts' hashes, every vector by hash,
+        and the ones just computed, which the caller stores inside its write transaction with
+        :meth:`_store_vectors` (each distinct text is embedded once)."""
+        hashes = [_text.text_hash(t) for t in texts]
+        cached = self.store.get_embeddings(self.embedder.name, hashes)
+        todo = list(dict.fromkeys(h for h in hashes if h not in cached))
+        fresh: dict[str, np.ndarray] = {}
+        if todo:
+            text_of = dict(zip(hashes, texts))
+            fresh = dict(zip(todo, self._embed([text_of[h] for h in todo], query=False)))
+        vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in cached.items()}
+        vectors.update(fresh)
+        return hashes, vectors, fresh
+
+    def _store_vectors(self, fresh: dict[str, np.ndarray]) -> None:
+        """Store newly computed vectors (inside a transaction), claiming the model on the first."""
+        if fresh:
+            dim = len(next(iter(fresh.values())))
+            self._claim_model(dim)
+            self.store.put_embeddings(self.embedder.name, [(h, dim, v.tobytes()) for h, v in fresh.items()])
+
+    def _claim_model(self, dim: int) -> None:
+        """Record the model identity on the first vector written (inside a transaction)."""
+        if self.store.get_meta("embedder") is None:
+            self.store.set_meta("embedder", self.embedder.name)
+            self.store.set_meta("dim", str(dim))
+
+    # ------------------------------------------------------------ remember
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: str = "note",
+        scope: str | None = None,
+        tags: Iterable[str] | str | None = None,
+        importance: float = 0.5,
+        confidence: float = 1.0,
+        source: str = "manual",
+        source_session: str | None = None,
+        created_at: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+        id: str | None = None,
+        expires: str | datetime | None = None,
+        pinned: bool = False,
+        dedup: bool = True,
+    ) -> Memory:
+        """Save one memory and return it (or the memory it was merged into).
+
+        With ``dedup`` (conversational writes), a repeat or near-repeat in the same scope is
+        merged into the existing memory, a similar one is linked ``related``, and one that
+        replaces an existing statement supersedes it (see ``mnemo._lifecycle``). ``expires`` is
+        a duration (``30d``) or a date after which it is not recalled until confirmed."""
+        return self.remember_many(
+            [
+                dict(content=content, type=type, scope=scope, tags=tags, importance=importance, confidence=confidence,
+                     source=source, source_session=source_session, created_at=created_at, metadata=metadata, id=id,
+                     expires=expires, pinned=pinned)
+            ],
+            dedup=dedup,
+        )[0][0]
+
+    def remember_many(self, records: Sequence[dict[str, Any]], *, cause: str = "remember", dedup: bool = True, _merge_exact: bool = True) -> list[tuple[Memory, str]]:
+        """Save several memories in one transaction (batch embedding). Returns ``(memory, action)``
+        pairs; action is ``created``, ``merged`` (a repeat: the memory returned is the existing
+        one), ``related`` (created and linked to similar memories) or ``superseded`` (created, and
+        the memory it replaces is now superseded). An exact repeat is always merged; the other
+        decisions only happen with ``dedup``."""
+        prepared = [self._prepare(r) for r in records]
+        self._check_model()
+        with self._lock:
+            texts = [embed_text(m) for m in prepared]
+            hashes, vectors, fresh = self._vectors(texts)
+            tokens = [_text.index_tokens(t) for t in texts]
+            out: list[tuple[Memory, str]] = []
+            # an LLM judge (when configured) is asked before the write lock is taken
+            verdicts = self._prejudge(prepared, [vectors[h] for h in hashes]) if dedup else {}
+            with self.store.transaction():
+                self._store_vectors(fresh)
+                for mem, h, tok in zip(prepared, hashes, tokens):
+                    existing = self.store.find_by_hash(mem.content_hash, mem.scope) if _merge_exact else None
+                    if existing is not None:
+                        out.append((self._merge_into(existing, mem, similarity=1.0, cause="exact repeat"), "merged"))
+                        continue
+                    if self.store.pk_of(mem.id) is not None:
+                        raise InvalidInputError(f"a memory with id {mem.id} already exists")
+                    decision = None
+                    if dedup:
+                        decision = self._decide(mem, vectors[h], verdicts)
+                        if decision.action == "merged" and decision.target is not None:
+                            out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
+                            continue
+                    self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
+                    if decision is not None:
+                        self._apply_decision(decision, mem)
+                    out.append((mem, decision.action if decision is not None else "created"))
+        return out
+
+    def _clean_query(self, query: str) -> str:
+        """A query is embedded (perhaps by an endpoint) like any text, so it is redacted too."""
+        return query if self.redactor is None else self.redactor.redact(query).text.strip()
+
+    def redact(self, text: str) -> Redacted:
+        """What redaction would do to ``text`` (nothing is stored): the masked text and findings."""
+        return self.redact_with(self.redactor or False, text)
+
+    @staticmethod
+    def redact_with(redactor: Redactor | bool, text: str) -> Redacted:
+        """Redact ``text`` with a given redactor (``False``: none) without opening a store."""
+        if not isinstance(text, str):
+            raise InvalidInputError("text must be a string")
+        if redactor is True:
+            redactor = Redactor()
+        return (redactor or Redactor(disabled=DETECTORS)).redact(text)
+
+    def _redacted_prefix(self, prefix: str) -> str:
+        """An embedding prefix, redacted. Every chunk of a document section shares its prefix, so
+        each distinct one is redacted once (memo tied to the current redactor)."""
+        if self.redactor is None:
+            return prefix
+        owner, memo = getattr(self, "_prefix_memo", (None, {}))
+        if owner is not self.redactor or len(memo) > 4096:
+            owner, memo = self.redactor, {}
+            self._prefix_memo = (owner, memo)
+        if prefix not in memo:
+            memo[prefix] = self.redactor.redact(prefix).text
+        return memo[prefix]
+
+    def _prepare(self, r: dict[str, Any]) -> Memory:
+        content = check_content(r.get("content"))
+        metadata = check_metadata(r.get("metadata"))
+        if self.redactor is not None:
+            red = self.redactor.redact(content)
+            if red.findings:
+                # what kinds were masked, never the values
+                metadata = {**metadata, "redacted": red.kinds}
+                content = red.text.strip()
+                if not content:
+                    raise InvalidInputError("nothing is left to remember once the <private> parts are removed")
+        prefix = r.get("embed_prefix")
+        if prefix:
+            # a document chunk is embedded and indexed under its title and heading path, while
+            # the stored content stays the original text (see mnemo._chunk)
+            if not isinstance(prefix, str):
+                raise InvalidInputError("embed_prefix must be a string")
+            metadata = {**metadata, "embed_prefix": self._redacted_prefix(prefix)}
+        now = utcnow()
+        created = parse_time(r["created_at"], field_name="created_at") if r.get("created_at") else now
+        mid = r.get("id")
+        if mid is not None and (not isinstance(mid, str) or not mid.strip() or len(mid) > 200):
+            raise InvalidInputError(f"id {mid!r} must be a non-empty string of at most 200 characters")
+        mem = Memory(
+            id=(mid.strip() if mid else new_id(created)),
+            content=content,
+            type=check_type(r.get("type")),
+            scope=check_scope(r.get("scope"), self.scope),
+            tags=check_tags(r.get("tags")),
+            importance=check_unit(0.5 if r.get("importance") is None else r["importance"], "importance"),
+            confidence=check_unit(1.0 if r.get("confidence") is None else r["confidence"], "confidence"),
+            source=str(r.get("source") or "manual"),
+            source_session=r.get("source_session"),
+            created_at=format_time(created),
+            updated_at=format_time(now),
+            content_hash=_text.content_hash(content),
+            metadata=metadata,
+            pinned=bool(r.get("pinned")),
+        )
+        if r.get("expires"):
+            mem.expires_at, span = parse_expiry(r["expires"], now)
+            if span:
+                mem.metadata = {**mem.metadata, "expires_after": span}
+        return mem
+
+    # ------------------------------------------------------------ recall
+
+    def _visible_scopes(self, scope: str | None) -> list[str] | None:
+        s = (scope or self.scope).strip()
+        if s == "all":
+            return None
+        s = check_scope(s)
+        return [s] if s == GLOBAL_SCOPE else [s, GLOBAL_SCOPE]
+
+    def _filters(
+        self,
+        *,
+        scope: str | None,
+        types: Sequence[str] | str | None,
+        tags: Sequence[str] | str | None,
+        since: str | datetime | None,
+        until: str | datetime | None,
+        statuses: Sequence[str] = ("active",),
+    ) -> Filters:
+        if isinstance(types, str):
+            types = [t for t in types.split(",") if t.strip()]
+        for s in statuses:
+            if s not in STATUSES:
+                raise InvalidInputError(f"unknown status {s!r}; choose from {', '.join(STATUSES)}")
+        return Filters(
+            scopes=self._visible_scopes(scope),
+            types=[check_type(t) for t in types] if types else None,
+            tags=check_tags(tags) or None,
+            since=format_time(parse_time(since, field_name="since")) if since else None,
+            until=format_time(parse_time(until, field_name="until")) if until else None,
+            statuses=tuple(statuses),
+        )
+
+    def _fresh_index(self) -> VectorIndex:
+        """The vector index, brought up to date with writes from any process (a store that
+        searches vectors itself, such as PostgreSQL's pgvector, hands out its own)."""
+        name = self.embedder.name
+        if isinstance(self.store, VectorSearch):
+            return self.store.vector_index(name)  # type: ignore[return-value]
+        generation = self.store.get_meta("generation") or "0"
+        idx = self._index
+        if idx is None or idx.model != name or idx.generation != generation:
+            dim = int(self.store.get_meta("dim") or self.embedder.dim or 0)
+            idx = VectorIndex(name, dim)
+            idx.generation = generation
+            self._index = idx
+        if self.store.max_seq() > idx.seq:
+            idx.apply(self.store.vector_rows(name, idx.seq))
+        return idx
+
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        scope: str | None = None,
+        types: Sequence[str] | str | None = None,
+        tags: Sequence[str] | str | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        now: str | datetime | None = None,
+        min_similarity: float | None = None,
+        min_score: float | None = None,
+        mode: str = "hybrid",
+        explain: bool = False,
+        touch: bool = True,
+        include_superseded: bool = False,
+        include_archived: bool = False,
+        include_expired: bool = False,
+        expand: bool = False,
+        _qvec: np.ndarray | None = None,
+    ) -> list[Hit]:
+        """Find the memories relevant to ``query``: hybrid full-text + vector search, fused and
+        scored (see ``mnemo._rank``). Returns at most ``top_k`` hits above the relevance floor.
+        ``touch=False`` does not count the recall as an access (benchmarks, scripts). Superseded,
+        archived and expired memories are left out unless asked for; ``expand`` adds each hit's
+        ``related`` memories after it, each marked with ``via`` (the hit it is linked to) and
+        ``link`` (the link's kind and strength)."""
+        if mode not in ("hybrid", "vector", "fts"):
+            raise InvalidInputError(f"mode must be hybrid, vector or fts, not {mode!r}")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("query is empty")
+        if len(query) > MAX_CONTENT_CHARS:
+            raise InvalidInputError(f"query is {len(query):,} characters; at most {MAX_CONTENT_CHARS:,}")
+        if not 1 <= int(top_k) <= 1000:
+            raise InvalidInputError("top_k must be between 1 and 1000")
+        statuses = ("active",) + (("superseded",) if include_superseded else ()) + (("archived",) if include_archived else ())
+        filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until, statuses=statuses)
+        query = self._clean_query(query)
+        if not query:
+            return []  # the query was all <private>: nothing may be searched for
+        now_dt = parse_time(now, field_name="now") if now else utcnow()
+        if not include_expired:
+            filters.alive_at = format_time(now_dt)
+        window = _time_window(query, now_dt.astimezone())  # the user's own day and week boundaries
+        k_cand = max(CANDIDATES, top_k * 4)
+        cosines: dict[int, float] = {}
+        bm25: dict[int, float] = {}
+        baseline = 0.0
+        n_terms = 0
+        with self._lock:
+            if mode != "fts":
+                self._check_model()
+                idx = self._fresh_index()
+                qvec = _qvec if _qvec is not None else self._embed([query], query=True)[0]
+                baseline = float(np.mean(self._anchors() @ qvec))
+                mask = idx.mask(
+                    scopes=filters.scopes, types=filters.types, statuses=filters.statuses,
+                    since=parse_time(filters.since).timestamp() if filters.since else None,
+                    until=parse_time(filters.until).timestamp() if filters.until else None,
+                )
+                cosines = dict(idx.search(qvec, k_cand, mask))
+            if mode != "vector":
+                terms, phrases = _text.query_terms(query)
+                n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
+                terms = self._drop_common_terms(terms)
+                match = _text.fts_match_expression(terms + _text.translations(terms), phrases)
+                if match:
+                    bm25 = dict(self.store.fts_search(match, filters, k_cand))
+            if mode == "hybrid" and bm25:
+                missing = [pk for pk in bm25 if pk not in cosines]
+                cosines.update(idx.similarity(qvec, missing))
+            # score on a narrow projection; only the winners become Memory objects
+            rows = self.store.scoring_rows(list({*cosines, *bm25}), tags=filters.tags, alive_at=filters.alive_at)
+        scored = score_candidates(
+            rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
+            baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
+        )
+        floor = self.weights.min_score if min_score is None else float(min_score)
+        scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]
+        scored = scored[: int(top_k)]
+        memories = self.store.get_many_by_pk([s.pk for s in scored])
+        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=s.explain) for s in scored if s.pk in memories]
+        if expand:
+            hits = self._expand(hits, filters)
+        if touch and hits:
+            self._touch([h.memory.id for h in hits])
+        return hits
+
+    def _expand(self, hits: list[Hit], filters: Filters) -> list[Hit]:
+        """Each hit followed by its related memories (visible ones only), scored by link strength."""
+        out: list[Hit] = []
+        seen = {h.memory.id for h in hits}
+        for hit in hits:
+            out.append(hit)
+            for rel in self.store.relations(hit.memory.id):
+                if rel["kind"] != "related" or rel["id"] in seen:
+                    continue
+                other = self.store.get(rel["id"])
+                if other is None or other.status not in filters.statuses or (filters.scopes is not None and other.scope not in filters.scopes):
+                    continue
+                seen.add(other.id)
+                out.append(Hit(memory=other, score=hit.score * rel["strength"], similarity=None, via=hit.memory.id,
+                               link={"kind": rel["kind"], "strength": rel["strength"]}))
+        return out
+
+    def _drop_common_terms(self, terms: list[str]) -> list[str]:
+        """Leave out query terms that occur in a large share of a large store.
+
+        FTS5 scores and sorts every row an OR-query matches; at 100k memories a question's
+        filler words and names match ~30% of rows and cost ~35 ms, while their IDF adds almost
+        nothing to the ranking. Small stores (under ``COMMON_MIN_ROWS`` per term) are untouched;
+        when every term is common, the rarest few are kept."""
+        if len(terms) < 2:
+            return terms
+        total = self.store.fts_row_count()
+        limit = max(COMMON_MIN_ROWS, COMMON_SHARE * total)
+        if total <= limit:
+            return terms
+        df = self.store.doc_freqs(terms)
+        kept = [t for t in terms if df.get(t, 0) <= limit]
+        if not kept:
+            kept = sorted(terms, key=lambda t: df.get(t, 0))[:3]
+        return kept
+
+    def recall_batch(self, items: Iterable[dict[str, Any]], *, top_k: int = 10, **defaults: Any) -> list[dict[str, Any]]:
+        """Run many recalls at once (query vectors embedded in one batch); never counts as access.
+
+        Each item is ``{"qid", "query", "scope", "k", "now"}`` (all but ``query`` optional);
+        each result is ``{"qid", "results": [hit dicts]}`` in input order."""
+        rows = list(items)
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("query"), str) or not row["query"].strip():
+                raise InvalidInputError(f"batch item {i + 1} has no query")
+        qvecs: list[np.ndarray | None] = [None] * len(rows)
+        if defaults.get("mode", "hybrid") != "fts" and rows:
+            self._check_model()
+            for start in range(0, len(rows), 64):
+                part = rows[start : start + 64]
+                vecs = self._embed([self._clean_query(r["query"]) or "-" for r in part], query=True)
+                for j in range(len(part)):
+                    qvecs[start + j] = vecs[j]
+        out = []
+        for i, (row, vec) in enumerate(zip(rows, qvecs)):
+            hits = self.recall(
+                row["query"], top_k=int(row.get("k") or top_k), scope=row.get("scope", defaults.get("scope")),
+                now=row.get("now", defaults.get("now")), touch=False, _qvec=vec,
+                **{k: v for k, v in defaults.items() if k not in ("scope", "now")},
+            )
+            out.append({"qid": row.get("qid", str(i + 1)), "results": [h.to_dict() for h in hits]})
+        return out
+
+    def _anchors(self) -> np.ndarray:
+        """Vectors of the unrelated anchor sentences for this model (cached in the store)."""
+        name = self.embedder.name
+        shared = (id(self.embedder), name)  # the same embedder object: another store of this process has them
+        if self._anchor_vecs is None and shared in _ANCHORS:
+            self._anchor_vecs = (name, _ANCHORS[shared])
+        if self._anchor_vecs is None or self._anchor_vecs[0] != name:
+            texts = [t for t in (_text.DATA / "anchors.txt").read_text("utf-8").splitlines() if t.strip()]
+            hashes = [_text.text_hash("anchor:" + t) for t in texts]
+            cached = self.store.get_embeddings(name, hashes)
+            if len(cached) < len(hashes):
+                vecs = self._embed(texts, query=False)
+                try:
+                    with self.store.transaction():
+                        self.store.put_embeddings(name, [(h, vecs.shape[1], v.tobytes()) for h, v in zip(hashes, vecs)])
+                except StoreError:  # a read-only store still works, it just recomputes next time
+                    pass
+            else:
+                vecs = np.vstack([np.frombuffer(cached[h], np.float32) for h in hashes])
+            self._anchor_vecs = (name, vecs)
+            _ANCHORS[shared] = vecs
+        return self._anchor_vecs[1]
+
+    def _touch(self, ids: list[str]) -> None:
+        try:
+            with self.store.transaction():
+                self.store.touch(ids, format_time(utcnow()))
+        except Exception:  # an access count is not worth failing a search over (e.g. read-only file)
+            pass
+
+    # ------------------------------------------------------------ lookups and lifecycle
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with this id (any status), or :class:`NotFoundError`."""
+        mem = self.store.get(memory_id.strip())
+        if mem is None:
+            raise NotFoundError(f"no memory with id {memory_id}")
+        return mem
+
+    def forget(self, memory_id: str, *, cause: str = "forget") -> Memory:
+        """Soft-delete: the memory stops being recalled; ``restore`` brings it back."""
+        with self.store.transaction():
+            mem = self.get(memory_id)
+            if mem.status != "deleted":
+                self.store.set_status(mem.id, "deleted")
+                self.store.add_event(mem.id, "deleted", cause, {"from": mem.status})
+        return self.get(mem.id)
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Every recorded event of a memory, oldest first (for a purged memory: its tombstone)."""
+        events = self.store.events(memory_id.strip())
+        if not events:
+            self.get(memory_id)  # raises NotFoundError for an unknown id
+        return events
+
+    def list(
+        self,
+        *,
+        scope: str | None = "all",
+        types: Sequence[str] | str | None = None,
+        tags: Sequence[str] | str | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        statuses: Sequence[str] = ("active",),
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Memories matching the filters, newest first (``scope='all'`` by default)."""
+        filters = self._filters(scope=scope, types=types, tags=tags, since=since, until=until, statuses=statuses)
+        return self.store.list(filters, limit=limit, offset=offset)
+
+    def recent(self, *, days: float = 7, limit: int = 20, scope: str | None = None, now: str | datetime | None = None) -> list[Memory]:
+        """Memories created in the last ``days`` days, newest first (current scope plus global)."""
+        now_dt = parse_time(now) if now else utcnow()
+        return self.list(scope=scope or self.scope, since=now_dt - timedelta(days=days), limit=limit)
+
+    # ------------------------------------------------------------ stats
+
+    def stats(self, *, now: str | datetime | None = None) -> dict[str, Any]:
+        """Totals (active memories), last 7 days, by type/scope/status, store size, model."""
+        now_dt = parse_time(now) if now else utcnow()
+        active = Filters()
+        week = Filters(since=format_time(now_dt - timedelta(days=7)))
+        everything = Filters(statuses=STATUSES)
+        return {
+            "path": self.path,
+            "total": self.store.count(active),
+            "last_7_days": self.store.count(week),
+            "by_type": self.store.group_count("type", active),
+            "by_scope": self.store.group_count("scope", active),
+            "by_status": self.store.group_count("status", everything),
+            "all_records": self.store.count(everything),
+            "store_bytes": self.store.size_bytes(),
+            "model": self.store.get_meta("embedder"),
+            "dim": int(self.store.get_meta("dim") or 0) or None,
+            "vectors": self.store.count_embeddings(),
+            "schema_version": self.store.schema_version,
+            # LLM calls and tokens spent (capture extraction and others), today and over all days
+            "llm_usage": {"today": self.store.usage(format_time(now_dt)[:10]), "all_days": self.store.usage()},
+        }
+
+
+
+
+
+def _time_window(query: str, now: datetime) -> tuple[float, float] | None:
+    try:
+        from .._recall.timeparse import find_time_window
+    except ImportError:  # pragma: no cover
+        return None
+    w = find_time_window(query, now)
+    return None if w is None else (w.start.timestamp(), w.end.timestamp())

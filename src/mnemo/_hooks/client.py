@@ -1,0 +1,246 @@
+"""The fast path for ``mnemo hook EVENT``: Claude Code runs it on every prompt, as a new process.
+
+When the warm service (``mnemo serve``) answers, this module is all that runs: it imports the
+standard library's ``json``, ``socket`` and ``fcntl`` plus mnemo's small settings and hook-format
+modules, never numpy, apsw, click or rich. When no service answers, it starts one in the
+background (detached, so the hook never waits for a model to load) and handles the event
+in-process this time.
+
+``launch`` is the ``mnemo`` console script: ``mnemo hook …`` is dispatched here before the
+click CLI (and its imports) is loaded; everything else goes to :func:`mnemo.cli.main`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+#: the most a hook reads from stdin (a prompt with a pasted file can be large, not unbounded)
+MAX_PAYLOAD = 8 * 1024 * 1024
+#: how long a hook waits for the warm service before handling the event itself
+CONNECT_TIMEOUT = 0.2
+REPLY_TIMEOUT = 5.0
+#: a hook gives up after this long (Claude Code's own limit for mnemo's hooks is 15 s)
+DEADLINE = 12
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def runtime_dir() -> str:
+    """A private folder (0700, ours) for service sockets: short paths, since a Unix socket's
+    path is limited to ~100 bytes and a store may live deep in a folder tree. (Plain ``os``
+    calls: pathlib and tempfile would cost the hook's fast path ~10 ms of imports.)"""
+    parent = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    base = os.path.join(parent, f"mnemo-{os.getuid()}")
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    st = os.stat(base)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(f"{base} is not a private folder of this user; refusing to use it")
+    return base
+
+
+def _is_url(db: str) -> bool:
+    return "://" in db  # a PostgreSQL store
+
+
+def _digest(db: str) -> str:
+    return hashlib.sha1((db if _is_url(db) else os.path.realpath(db)).encode("utf-8")).hexdigest()[:16]
+
+
+def socket_path(db: str) -> str:
+    """The service socket for the store at ``db`` (one per store)."""
+    return os.path.join(runtime_dir(), f"{_digest(db)}.sock")
+
+
+def lock_path(db: str) -> str:
+    """The service's lock/pid file, next to a store file (in the private folder for a database
+    URL): held with ``flock`` while it serves."""
+    if _is_url(db):
+        return os.path.join(runtime_dir(), f"{_digest(db)}.serve")
+    return os.path.realpath(db) + ".serve"
+
+
+def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT) -> dict[str, Any] | None:
+    """Send one request to the store's warm service; None when no service answers in time."""
+    try:
+        path = socket_path(db)
+    except OSError:
+        return None
+    if not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(path)
+        sock.settimeout(timeout)
+        sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+        reply = json.loads(b"".join(chunks) or b"null")
+        return reply if isinstance(reply, dict) and not reply.get("stale") else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+
+
+def service_running(db: str) -> bool:
+    """Whether a service holds the store's lock (it may still be starting)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path(db), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def start_service(db: str, idle_seconds: float) -> None:
+    """Start ``mnemo serve`` for ``db`` in the background, detached from this process."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "mnemo", "serve", "--db", db, "--idle", str(idle_seconds), "--json"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True,
+    )
+
+
+class _Deadline(BaseException):
+    """Raised by the alarm; a BaseException so that no ``except Exception`` on the way swallows it."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Deadline()
+
+
+def hook_main(event: str, *, db: str | None = None, stdin: Any = None) -> int:
+    """Run one hook: read the payload, answer via the service or in-process. Returns the exit code.
+
+    Never hangs the user: the whole hook is bounded by ``DEADLINE`` seconds."""
+    import signal
+
+    try:
+        old = signal.signal(signal.SIGALRM, _on_alarm)
+    except ValueError:  # not the main thread (an embedding application): no alarm, just the timeouts
+        return _hook(event, db=db, stdin=stdin)
+    signal.alarm(DEADLINE)
+    try:
+        return _hook(event, db=db, stdin=stdin)
+    except _Deadline:
+        sys.stderr.write(f"mnemo hook {event}: gave up after {DEADLINE} s; nothing injected\n")
+        return 1
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _hook(event: str, *, db: str | None, stdin: Any) -> int:
+    from .handlers import PayloadError, check_payload
+
+    raw = (stdin or sys.stdin.buffer).read(MAX_PAYLOAD + 1)
+    if _truthy(os.environ.get("MNEMO_DISABLE")):
+        return 0
+    try:
+        if len(raw) > MAX_PAYLOAD:
+            raise PayloadError(f"the hook payload is over {MAX_PAYLOAD // 1024 // 1024} MB")
+        try:
+            payload = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise PayloadError(f"the hook payload is not JSON ({exc})") from None
+        check_payload(event, payload)
+    except PayloadError as exc:
+        sys.stderr.write(f"mnemo hook {event}: {exc}\n")
+        return 1
+    try:
+        from .._settings import config as _config
+
+        cfg = _config.load({"db": db})
+    except Exception as exc:  # a broken config.toml must not block the prompt
+        sys.stderr.write(f"mnemo hook {event}: {exc}\n")
+        return 1
+    path = cfg.db
+    if not _is_url(path) and not os.path.exists(path):
+        sys.stderr.write(f"mnemo: no store at {path} yet (`mnemo init` creates it); nothing to do\n")
+        return 0
+    settings = {"context_top_k": cfg["context_top_k"], "context_budget_tokens": cfg["context_budget_tokens"], "scope": list(cfg.raw_scope)}
+    reply = request(path, {"op": "hook", "event": event, "payload": payload, "settings": settings})
+    if reply is None:
+        idle = float(cfg["serve_idle_seconds"])
+        if idle > 0 and not service_running(path):
+            try:
+                start_service(path, idle)
+            except OSError:
+                pass  # the in-process answer below still works
+        reply = _in_process(event, payload, settings, db)
+    if reply.get("stdout"):
+        sys.stdout.write(reply["stdout"] + "\n")
+    if reply.get("stderr"):
+        sys.stderr.write(reply["stderr"])
+    return int(reply.get("exit", 0))
+
+
+def _in_process(event: str, payload: dict[str, Any], settings: dict[str, Any], db: str | None) -> dict[str, Any]:
+    """Handle the event in this process (no service): open the store, run the hook, close it."""
+    from .._cli.base import CLIState
+    from .handlers import run_hook
+    from ..errors import MnemoError, StoreMissingError
+
+    try:
+        state = CLIState(True, db, None)
+        one_thread(state.config)
+        with state.open() as m:
+            return run_hook(m, event, payload, settings)
+    except StoreMissingError as exc:  # a database without a mnemo store yet, like a missing file
+        return {"stderr": f"mnemo: {exc}; nothing to do\n", "exit": 0}
+    except MnemoError as exc:
+        return {"stderr": f"mnemo hook {event}: {exc}\n", "exit": 1}
+    except Exception as exc:  # e.g. a damaged database: one line, never a traceback in the user's session
+        return {"stderr": f"mnemo hook {event}: {type(exc).__name__}: {exc}\n", "exit": 1}
+
+
+def one_thread(config: Any) -> None:
+    """Embed a hook's one short query on one thread unless configured otherwise: on a busy machine
+    (a build running beside the assistant) OpenMP threads that wait for each other made the query
+    embedding 4x slower (200+ ms instead of ~50 ms, measured under load), and one query gains
+    little from more threads."""
+    if config.origins.get("embed_threads") == "default":
+        config.values["embed_threads"] = 1
+
+
+def launch() -> None:
+    """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
+    argv = sys.argv[1:]
+    if len(argv) >= 4 and argv[0] == "--db" and argv[2] == "hook":  # `mnemo --db PATH hook EVENT`: the same fast path
+        argv = [argv[2], argv[3], "--db", argv[1], *argv[4:]]
+    if len(argv) >= 2 and argv[0] == "hook" and not any(a.startswith("-") for a in argv[1:2]) and "--help" not in argv and "-h" not in argv:
+        rest = argv[2:]
+        db = None
+        if len(rest) == 2 and rest[0] == "--db":
+            db, rest = rest[1], []
+        if not rest:
+            sys.exit(hook_main(argv[1], db=db))
+    from .._cli.commands import main
+
+    main()

@@ -1,0 +1,188 @@
+"""The warm local service (``mnemo serve``): keeps the model and the index loaded for hooks.
+
+One service per store: it holds an exclusive ``flock`` on ``<store>.serve`` (which also records
+its pid and socket) for as long as it runs, so a second one exits at once. It listens on a Unix
+socket in a private 0700 folder (only this user can connect; nothing listens on the network),
+answers one JSON request per connection, and exits after ``idle_seconds`` without a request
+(or on SIGTERM / a ``stop`` request), removing its socket. Hooks start it on demand, detached
+(:mod:`mnemo._hookclient`), and work in-process when it is not there.
+
+Requests: ``{"op": "ping"}``, ``{"op": "hook", "event", "payload", "settings"}``,
+``{"op": "stop"}``. Replies are one JSON object per line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from .client import lock_path, socket_path
+from .handlers import PayloadError, run_hook
+from ..errors import MnemoError, StoreError
+
+if TYPE_CHECKING:
+    from .._core.mnemo import Mnemo
+
+MAX_REQUEST = 16 * 1024 * 1024
+
+
+class AlreadyServing(StoreError):
+    """Another service already serves this store."""
+
+
+class Service:
+    """A warm service for one open store (see the module docstring)."""
+
+    def __init__(self, m: "Mnemo", db: str, *, idle_seconds: float = 600.0):
+        self.m = m
+        self.db = db
+        self.idle_seconds = float(idle_seconds)
+        self.sock_path = socket_path(db)
+        self.lock_path = lock_path(db)
+        self._lock_fd: int | None = None
+        self._stop = False
+        self.served = 0
+        self._identity = self._file_identity()
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        """The store file's (device, inode): `encrypt`, `decrypt` and `rekey` swap in a new file."""
+        if "://" in self.db:
+            return None
+        try:
+            st = os.stat(self.db)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def acquire(self) -> None:
+        """Take the store's service lock, or raise :class:`AlreadyServing`."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise AlreadyServing(f"a mnemo service already serves {self.db}") from None
+        self._lock_fd = fd
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "socket": self.sock_path}).encode())
+
+    def warm(self) -> None:
+        """Load the model, the vector index and the anchors now, not on the first prompt."""
+        try:
+            self.m.recall("warm up", top_k=1, touch=False)
+        except MnemoError:
+            pass  # an empty store or no model yet: the first real request will say what is wrong
+
+    def run(self) -> dict[str, Any]:
+        """Serve until idle, stopped or signalled; returns what it did."""
+        if self._lock_fd is None:
+            self.acquire()
+        started = time.monotonic()
+        old_term = signal.signal(signal.SIGTERM, self._on_signal)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.warm()  # before listening: until then hooks answer in-process instead of waiting
+            if os.path.exists(self.sock_path):
+                os.unlink(self.sock_path)  # a dead service's socket: we hold the lock, so it is stale
+            old_mask = os.umask(0o177)
+            try:
+                srv.bind(self.sock_path)
+            finally:
+                os.umask(old_mask)
+            srv.listen(16)
+            srv.settimeout(0.5)
+            last = time.monotonic()
+            while not self._stop and time.monotonic() - last < self.idle_seconds:
+                try:
+                    conn, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                except InterruptedError:
+                    continue
+                last = time.monotonic()
+                with conn:
+                    self._serve_one(conn)
+        finally:
+            srv.close()
+            try:
+                os.unlink(self.sock_path)
+            except OSError:
+                pass
+            signal.signal(signal.SIGTERM, old_term)
+            self.release()
+        return {"served": self.served, "seconds": round(time.monotonic() - started, 1), "db": self.db}
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.ftruncate(self._lock_fd, 0)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self._stop = True
+
+    def _serve_one(self, conn: socket.socket) -> None:
+        conn.settimeout(5.0)
+        data = b""
+        try:
+            while not data.endswith(b"\n") and len(data) <= MAX_REQUEST:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            reply = self.handle(json.loads(data.decode("utf-8")))
+        except (OSError, ValueError) as exc:
+            reply = {"stderr": f"mnemo serve: bad request ({exc})\n", "exit": 1}
+        try:
+            conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+        except OSError:
+            pass  # the hook gave up waiting; it answered in-process
+        self.served += 1
+
+    def handle(self, req: Any) -> dict[str, Any]:
+        """Answer one request (never raises: a hook must always get an answer)."""
+        if not isinstance(req, dict):
+            return {"stderr": "mnemo serve: a request is a JSON object\n", "exit": 1}
+        op = req.get("op")
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "db": self.db, "served": self.served}
+        if op == "stop":
+            self._stop = True
+            return {"ok": True, "stopping": True}
+        if op != "hook":
+            return {"stderr": f"mnemo serve: unknown op {op!r}\n", "exit": 1}
+        if self._file_identity() != self._identity:
+            # the store was replaced under us: let the hook work in-process and make way for a new service
+            self._stop = True
+            return {"stale": True}
+        event = str(req.get("event"))
+        try:
+            return run_hook(self.m, event, req.get("payload"), req.get("settings") or {})
+        except (PayloadError, MnemoError) as exc:
+            return {"stderr": f"mnemo hook {event}: {exc}\n", "exit": 1}
+        except Exception as exc:  # a bug must not take the service (or the prompt) down
+            return {"stderr": f"mnemo hook {event}: internal error: {exc!r}\n", "exit": 1}
+
+
+def status(db: str) -> dict[str, Any]:
+    """Whether a service serves ``db``, and its pid."""
+    from .client import request
+
+    reply = request(db, {"op": "ping"}, timeout=2.0)
+    if reply and reply.get("ok"):
+        return {"running": True, "pid": reply.get("pid"), "served": reply.get("served"), "db": db}
+    return {"running": False, "db": db}
+
+
+def stop(db: str) -> dict[str, Any]:
+    """Ask the service of ``db`` to stop (it finishes the request it is answering)."""
+    from .client import request
+
+    reply = request(db, {"op": "stop"}, timeout=2.0)
+    return {"stopped": bool(reply and reply.get("stopping")), "db": db}

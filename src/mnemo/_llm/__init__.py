@@ -1,0 +1,1 @@
+"""The optional chat port: an OpenAI-compatible client and the few prompts mnemo sends it."""

@@ -1,0 +1,1 @@
+"""The MCP server surface: one tool per ``Mnemo`` operation."""

@@ -1,0 +1,1 @@
+"""Privacy policies: the redactor (secrets and PII masked before anything is stored)."""

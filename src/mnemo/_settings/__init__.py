@@ -1,0 +1,1 @@
+"""Settings and the front door: config.toml + environment, encryption keys, scope resolution, ``open_mnemo``."""

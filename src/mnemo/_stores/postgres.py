@@ -1,0 +1,791 @@
+"""The PostgreSQL store: the same Store port on a shared server, for a team or a large memory.
+
+``Mnemo("postgresql://user@host/db")`` opens it (psycopg 3, imported only here). Differences
+from the SQLite store, each for a reason:
+
+* **Vectors** live in ``memories.vec`` (pgvector, the store's recorded model and dimension) with
+  an HNSW cosine index. The core asks the store for a vector index (:meth:`vector_index`)
+  instead of loading every vector into memory: candidates come from HNSW with
+  ``hnsw.iterative_scan = relaxed_order`` (filters never starve the result) and a generous
+  ``ef_search``, then are rescored exactly by cosine and re-sorted.
+* **Full text**: PostgreSQL has no Chinese parser, so the core's own tokens (segmented by
+  jieba, normalised, stemmed) are stored as postings (term, memory, frequency) with a btree on
+  the term — under row-level security a GIN index on a tsvector is never used (``@@`` is not
+  leakproof), text equality is. Scores are BM25 with FTS5's formula, so ``_rank`` fuses the
+  same numbers on both backends.
+* **Concurrency**: every write transaction takes one advisory lock for the store first — the
+  equivalent of SQLite's ``BEGIN IMMEDIATE``: dedup and supersede decisions made inside it see
+  every committed write and no two writers decide on the same state. Reads never wait.
+* **Team**: memories carry the database role that wrote them and a visibility; row-level
+  security (in the schema, forced) hides other roles' private memories. A client cannot get
+  round it by editing its config: the server decides from the role it authenticated as.
+* **Connections**: ``connect_timeout`` bounds an unreachable server to a few seconds; a
+  connection lost outside a transaction (a server restart) is reopened and the statement
+  retried once; inside a transaction the write is rolled back and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+
+from .._base.models import Memory, format_time, utcnow
+from .postgres_aux import PgAuxTables
+from .postgres_schema import EXTENSIONS, GRANTS, LATEST_VERSION, MIGRATIONS
+from .base import Filters
+from ..errors import SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError, StorePrivilegeError, StoreUnreachableError
+
+#: BM25 parameters of FTS5's bm25() (k1, b), and the least a match counts for (as in SQLite)
+K1, B = 1.2, 0.75
+MIN_MATCH_BM25 = 0.5
+#: HNSW candidates examined per query; with iterative scans filters do not starve the result
+EF_SEARCH = 400
+#: seconds to wait for an unreachable server, and for a restarting one to come back
+CONNECT_TIMEOUT = 5
+RECONNECT_FOR = 15.0
+#: corpus statistics (rows, mean length) for BM25 are reused this long between own writes
+STATS_TTL = 30.0
+#: one advisory lock key per store: writers queue on it like on SQLite's write lock
+_WRITE_LOCK = 0x6D6E656D6F  # "mnemo"
+
+_COLUMNS = (
+    "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
+    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata, "
+    "stored_at, pinned"
+)
+_COLS_M = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and ``stats``)."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[0], content=row[1], type=row[2], scope=row[3], tags=json.loads(row[4]), importance=row[5],
+        confidence=row[6], source=row[7], source_session=row[8], created_at=row[9], updated_at=row[10],
+        last_accessed_at=row[11], access_count=row[12], status=row[13], superseded_by=row[14], expires_at=row[15],
+        content_hash=row[16], metadata=json.loads(row[17]), stored_at=row[18], pinned=bool(row[19]),
+    )
+
+
+def _vec(blob: bytes | np.ndarray) -> list[float]:
+    """A float32 vector as the list psycopg sends as ``real[]`` (cast to ``vector`` in SQL)."""
+    arr = np.frombuffer(blob, dtype=np.float32) if isinstance(blob, (bytes, bytearray, memoryview)) else np.asarray(blob, np.float32)
+    return arr.astype(np.float64).tolist()
+
+
+def term_counts(tokens: str) -> tuple[list[str], list[int]]:
+    """The core's space-separated index tokens as postings: distinct terms and their counts
+    (a term too long for a btree key is left out: no query term is that long)."""
+    counts = Counter(t for t in tokens.split() if len(t) <= 500)
+    return list(counts), list(counts.values())
+
+
+def _fts_words(match: str) -> list[str]:
+    """The words of the quoted terms and phrases of an FTS5 OR-expression (``fts_match_expression``):
+    a phrase counts through its words."""
+    return list(dict.fromkeys(w for p in re.findall(r'"([^"]*)"', match) for w in p.split()))
+
+
+def _epoch_text(epoch: float) -> str:
+    return format_time(datetime.fromtimestamp(epoch, timezone.utc))
+
+
+def _where(f: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """SQL condition and bindings for ``f`` over table alias ``alias`` (psycopg placeholders)."""
+    conds: list[str] = []
+    args: list[Any] = []
+    if f.statuses:
+        conds.append(f"{alias}.status = ANY(%s)")
+        args.append(list(f.statuses))
+    if f.scopes is not None:
+        conds.append(f"{alias}.scope = ANY(%s)")
+        args.append(list(f.scopes))
+    if f.types:
+        conds.append(f"{alias}.type = ANY(%s)")
+        args.append(list(f.types))
+    for tag in f.tags or ():
+        conds.append(f"{alias}.tags::jsonb ? %s")
+        args.append(tag)
+    if f.since:
+        conds.append(f"{alias}.created_at >= %s")
+        args.append(f.since)
+    if f.until:
+        conds.append(f"{alias}.created_at < %s")
+        args.append(f.until)
+    if f.alive_at:
+        conds.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)")
+        args.append(f.alive_at)
+    return (" AND ".join(conds) or "true"), args
+
+
+class PgVectorIndex:
+    """The core's vector-index interface (``mask``/``search``/``similarity``/``vectors``, as
+    :class:`~mnemo._vindex.VectorIndex`) answered by pgvector in the server."""
+
+    def __init__(self, store: "PostgresStore", model: str, generation: str | None):
+        self.store = store
+        self.model = model
+        self.generation = generation
+        self.seq = 0
+
+    def mask(self, *, scopes: list[str] | None, types: list[str] | None, statuses: tuple[str, ...],
+             since: float | None, until: float | None) -> Filters:
+        """The filters, applied in SQL beside the HNSW scan (tags are checked later, as in SQLite)."""
+        return Filters(scopes=scopes, types=types or None, statuses=tuple(statuses),
+                       since=_epoch_text(since) if since is not None else None,
+                       until=_epoch_text(until) if until is not None else None)
+
+    def search(self, query: np.ndarray, k: int, mask: Filters | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` ``(pk, cosine)`` among rows passing ``mask``, best first."""
+        return self.store.vector_search(self.model, query, mask or Filters(statuses=()), k)
+
+    def similarity(self, query: np.ndarray, pks: list[int]) -> dict[int, float]:
+        """Exact cosine of ``query`` with the given memories (those that have a vector)."""
+        if not pks or not self.store._vectors_ready(self.model):
+            return {}
+        rows = self.store._q("SELECT pk, 1 - (vec <=> %s::real[]::vector) FROM memories WHERE pk = ANY(%s) AND vec IS NOT NULL",
+                             (_vec(query), list(pks)))
+        return {int(pk): float(s) for pk, s in rows}
+
+    def vectors(self, pks: list[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of those memories that have one."""
+        if not pks or not self.store._vectors_ready(self.model):
+            return {}
+        rows = self.store._q("SELECT pk, vec::real[] FROM memories WHERE pk = ANY(%s) AND vec IS NOT NULL", (list(pks),))
+        return {int(pk): np.asarray(v, np.float32) for pk, v in rows}
+
+
+class PostgresStore(PgAuxTables):
+    """Memories, history, relations and the derived index in a PostgreSQL database."""
+
+    encrypted = False
+
+    def __init__(self, url: str, *, create: bool = True, key: str | None = None):
+        """Open the mnemo schema in the database at ``url`` (creating it with ``create``)."""
+        if key:
+            raise StoreKeyError("encryption keys are for SQLite stores; a PostgreSQL store relies on the server's "
+                                "own protection (TLS, disk encryption) — unset MNEMO_KEY / encrypt for this store")
+        try:
+            import psycopg
+        except ImportError:  # pragma: no cover - a dependency, but say how to fix a broken install
+            raise StoreError("PostgreSQL stores need psycopg: pip install 'psycopg[binary]'") from None
+        self._psycopg = psycopg
+        self.url = redact_url(url)
+        self._dsn = url
+        parts = urlsplit(url)
+        self.path = Path(parts.path.lstrip("/") or "postgres")
+        self._where_text = f"{parts.hostname or dict(parse_qsl(parts.query)).get('host', 'localhost')}" + (
+            f":{parts.port}" if parts.port else "")
+        self._txn_depth = 0
+        self._stats: tuple[float, int, float] | None = None
+        self._ready: tuple[str, int] | None = None
+        self._model_cache: tuple[tuple[str, int] | None] | None = None
+        self._df: dict[str, int] = {}  # document frequencies, as long as the corpus statistics
+        self.conn: Any = None
+        self._connect()
+        try:
+            self._check_and_migrate(create)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ connection
+
+    def _connect(self) -> None:
+        psycopg = self._psycopg
+        params: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in self._dsn:
+            params["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            self.conn = psycopg.connect(self._dsn, **params)
+        except psycopg.OperationalError as exc:
+            detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise StoreUnreachableError(f"cannot connect to PostgreSQL at {self._where_text} ({self.url}): {detail}") from None
+        except psycopg.ProgrammingError as exc:
+            raise StoreError(f"{self.url} is not a usable PostgreSQL URL: {exc}") from None
+        # placeholders until pgvector is loaded; validated by the extension on first use
+        self.conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        self.conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+    def _reconnect(self) -> None:
+        """Reopen a lost connection, waiting a little for a restarting server."""
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+        deadline = time.monotonic() + RECONNECT_FOR
+        while True:
+            try:
+                self._connect()
+                return
+            except StoreUnreachableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    def _execute(self, sql: str, args: Any = None) -> Any:
+        """Run one statement; outside a transaction a lost connection is reopened and the
+        statement retried once (a server restart is not the user's problem)."""
+        psycopg = self._psycopg
+        try:
+            return self.conn.execute(sql, args)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StorePrivilegeError(f"PostgreSQL refused ({self.url}): {exc.diag.message_primary}") from None
+        except psycopg.OperationalError as exc:
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if not (self.conn.broken or self.conn.closed):
+                raise StoreError(f"PostgreSQL: {message}") from None
+            if self._txn_depth:
+                raise StoreError(f"lost the connection to PostgreSQL during a write; it was rolled back ({message})") from None
+            self._reconnect()
+            return self.conn.execute(sql, args)
+
+    def _q(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        return self._execute(sql, args).fetchall()
+
+    def _one(self, sql: str, args: Any = None) -> tuple[Any, ...] | None:
+        return self._execute(sql, args).fetchone()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (nested calls join the outer one). It first takes the store's
+        write lock, so writers run one after another, as on SQLite; readers never wait."""
+        if self._txn_depth:
+            self._txn_depth += 1
+            try:
+                yield
+            finally:
+                self._txn_depth -= 1
+            return
+        if self.conn.broken or self.conn.closed:
+            self._reconnect()
+        with self._begin():
+            self._execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+            self._stats = None
+            self._model_cache = None
+            self._txn_depth = 1
+            try:
+                yield
+            finally:
+                self._txn_depth = 0
+                self._model_cache = None
+
+    @contextmanager
+    def _begin(self, *, rollback: bool = False) -> Iterator[None]:
+        psycopg = self._psycopg
+        try:
+            with self.conn.transaction(force_rollback=rollback):
+                yield
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StorePrivilegeError(f"PostgreSQL refused: {exc.diag.message_primary}") from None
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"lost the connection to PostgreSQL during a write; it was rolled back ({str(exc).strip()})") from None
+
+    @contextmanager
+    def rolled_back(self) -> Iterator[None]:
+        """A write transaction that is always rolled back (self-tests that must leave no trace)."""
+        with self._begin(rollback=True):
+            self._txn_depth = 1
+            try:
+                yield
+            finally:
+                self._txn_depth = 0
+
+    # ------------------------------------------------------------ schema
+
+    def _check_and_migrate(self, create: bool) -> None:
+        version = self._current_version()
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(f"{self.url} has mnemo schema version {version}, newer than this mnemo understands "
+                                    f"({LATEST_VERSION}); upgrade mnemo (pip install -U mnemo)")
+        if version == LATEST_VERSION:
+            return
+        if version == 0 and not create:
+            raise StoreMissingError(f"no mnemo store in {self.url} (run `mnemo init --db {self.url}` to create one)")
+        self._create_extensions()
+        psycopg = self._psycopg
+        try:
+            with self.conn.transaction():
+                self._execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                current = self._current_version()  # another client may have migrated meanwhile
+                if current == 0:
+                    self._execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+                for number, name, sql in MIGRATIONS:
+                    if number <= current:
+                        continue
+                    self._execute(sql)
+                    self._execute("INSERT INTO schema_migrations VALUES (%s, %s, %s)", (number, name, format_time(utcnow())))
+                schema = self._one("SELECT current_schema()")[0]  # type: ignore[index]
+                self._execute(GRANTS.format(schema=_ident(schema)))
+                self._execute("GRANT SELECT ON schema_migrations TO PUBLIC")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StorePrivilegeError(
+                f"cannot create mnemo's tables in {self.url}: {exc.diag.message_primary} — the role needs CREATE on "
+                "the database's schema (e.g. GRANT CREATE ON SCHEMA public TO <role>, or make it the database owner)") from None
+        except psycopg.errors.DuplicateTable as exc:
+            raise StoreError(f"{self.url} already has tables mnemo did not create ({exc.diag.message_primary}); "
+                             "use an empty database or schema") from None
+
+    def _current_version(self) -> int:
+        if self._one("SELECT to_regclass('schema_migrations')")[0] is None:  # type: ignore[index]
+            return 0
+        return int(self._one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0])  # type: ignore[index]
+
+    def _create_extensions(self) -> None:
+        """Create the extensions the schema needs, or say exactly which privilege is missing."""
+        psycopg = self._psycopg
+        have = {r[0] for r in self._q("SELECT extname FROM pg_extension")}
+        for ext in EXTENSIONS:
+            if ext in have:
+                continue
+            available = self._one("SELECT 1 FROM pg_available_extensions WHERE name = %s", (ext,))
+            if available is None:
+                raise StorePrivilegeError(
+                    f"the PostgreSQL server at {self._where_text} has no '{ext}' extension installed (pgvector); "
+                    "install it on the server (see docs/postgres.md, or scripts/pg-setup)")
+            try:
+                self._execute(f"CREATE EXTENSION IF NOT EXISTS {ext}")
+            except (psycopg.errors.InsufficientPrivilege, StoreError) as exc:
+                db = self._one("SELECT current_database(), current_user")
+                raise StorePrivilegeError(
+                    f"mnemo needs the '{ext}' extension in database {db[0]}, and role {db[1]} may not create it "  # type: ignore[index]
+                    f"(pgvector is not a trusted extension: it takes a superuser). Ask an administrator to run "
+                    f"`CREATE EXTENSION {ext};` in {db[0]}, then run `mnemo init` again ({exc})") from None  # type: ignore[index]
+
+    @property
+    def schema_version(self) -> int:
+        return self._current_version()
+
+    # ------------------------------------------------------------ meta
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._model_cache = None
+        self._execute("INSERT INTO meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+        if key in ("embedder", "dim"):
+            self._sync_vectors()
+
+    def delete_meta(self, key: str) -> None:
+        self._model_cache = None
+        self._execute("DELETE FROM meta WHERE key = %s", (key,))
+        if key in ("embedder", "dim"):
+            self._ready = None
+
+    def _model(self) -> tuple[str, int] | None:
+        """The store's recorded model and dimension (what ``memories.vec`` holds); read once
+        per write transaction (under the write lock nobody else can change it)."""
+        if self._txn_depth and self._model_cache is not None:
+            return self._model_cache[0]
+        rows = dict(self._q("SELECT key, value FROM meta WHERE key IN ('embedder', 'dim')"))
+        rec = (rows["embedder"], int(rows["dim"])) if "embedder" in rows and "dim" in rows else None
+        self._model_cache = (rec,) if self._txn_depth else None
+        return rec
+
+    def _vec_dim(self) -> int | None:
+        row = self._one("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vec'")
+        return None if row is None or row[0] is None or row[0] < 0 else int(row[0])
+
+    def _sync_vectors(self) -> None:
+        """Point ``memories.vec`` at the recorded model's vectors (after a model is claimed or
+        the index rebuilt): the column gets the model's dimension and an HNSW index."""
+        model = self._model()
+        self._ready = None
+        if model is None:
+            return
+        name, dim = model
+        if self._vec_dim() != dim:
+            self._execute("SELECT mnemo_set_vector_dim(%s)", (int(dim),))
+        self._execute(
+            "UPDATE memories m SET vec = e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = m.embed_hash "
+            "AND m.vec IS DISTINCT FROM e.vector", (name, dim))
+        self._execute(
+            "UPDATE memories m SET vec = NULL WHERE vec IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = m.embed_hash)", (name, dim))
+
+    def _vectors_ready(self, model: str) -> bool:
+        """True when ``memories.vec`` holds ``model``'s vectors."""
+        if self._ready is None or self._ready[0] != model:
+            rec = self._model()
+            if rec is None or rec[0] != model or self._vec_dim() != rec[1]:
+                return False
+            self._ready = rec
+        return True
+
+    # ------------------------------------------------------------ writes (call inside transaction())
+
+    def insert(self, mem: Memory, *, embed_hash: str, tokens: str, cause: str) -> None:
+        """Insert a memory (with its full-text row and, when there is one, its vector) and its
+        'created' event."""
+        rec = self._model()
+        row = self._one(
+            f"INSERT INTO memories ({_COLUMNS}, embed_hash, ntok, vec) VALUES "
+            f"({','.join(['%s'] * 21)}, %s, "
+            "(SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = %s)) RETURNING pk",
+            (
+                mem.id, mem.content, mem.type, mem.scope, json.dumps(mem.tags, ensure_ascii=False),
+                mem.importance, mem.confidence, mem.source, mem.source_session, mem.created_at,
+                mem.updated_at, mem.last_accessed_at, mem.access_count, mem.status, mem.superseded_by,
+                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False),
+                mem.stored_at or format_time(utcnow()), bool(mem.pinned), embed_hash,
+                len(tokens.split()), rec[0] if rec else None, rec[1] if rec else None, embed_hash,
+            ),
+        )
+        self._put_terms(int(row[0]), tokens)  # type: ignore[index]
+        self.add_event(mem.id, "created", cause, {"source": mem.source})
+
+    def add_event(self, memory_id: str, kind: str, cause: str | None, data: dict[str, Any] | None = None) -> None:
+        self._execute("INSERT INTO events (memory_id, kind, at, cause, data) VALUES (%s, %s, %s, %s, %s)",
+                      (memory_id, kind, format_time(utcnow()), cause, json.dumps(data or {}, ensure_ascii=False)))
+
+    def set_status(self, memory_id: str, status: str, *, superseded_by: str | None = None) -> None:
+        self._execute("UPDATE memories SET status = %s, superseded_by = %s, updated_at = %s, seq = nextval('memories_seq') WHERE id = %s",
+                      (status, superseded_by, format_time(utcnow()), memory_id))
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, int, bytes]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        rec = self._model()
+        if rec is not None and rec[0] == model:
+            for h, d, _ in rows:
+                if int(d) != rec[1]:
+                    raise StoreError(f"a {d}-d vector for {model}, but this store's index is {rec[1]}-d (dimension mismatch); "
+                                     "run `mnemo reindex`")
+        with self.conn.cursor() as cur:
+            cur.executemany("INSERT INTO embeddings (model, text_hash, dim, vector) VALUES (%s, %s, %s, %s::real[]::vector) "
+                            "ON CONFLICT (model, text_hash) DO NOTHING", [(model, h, int(d), _vec(v)) for h, d, v in rows])
+        if rec is not None and rec[0] == model and self._vec_dim() == rec[1]:
+            self._execute("UPDATE memories m SET vec = e.vector FROM embeddings e WHERE e.model = %s AND e.text_hash = m.embed_hash "
+                          "AND m.embed_hash = ANY(%s) AND m.vec IS NULL", (model, [h for h, _, _ in rows]))
+
+    def update_fields(self, memory_id: str, **fields: Any) -> None:
+        """Change fields of a memory and bump ``updated_at`` and ``seq``. ``tokens`` rewrites its
+        full-text row; ``embed_hash`` points it at another vector."""
+        allowed = {"tags", "importance", "confidence", "content", "content_hash", "embed_hash", "type",
+                   "scope", "expires_at", "pinned", "metadata", "superseded_by", "tokens"}
+        if not set(fields) <= allowed:
+            raise ValueError(f"cannot update {set(fields) - allowed}")
+        tokens = fields.pop("tokens", None)
+        values = {k: (json.dumps(v, ensure_ascii=False) if k in ("tags", "metadata") else (bool(v) if k == "pinned" else v))
+                  for k, v in fields.items()}
+        sets = "".join(f"{k} = %s, " for k in values)
+        args: list[Any] = list(values.values())
+        if tokens is not None:
+            sets += "ntok = %s, "
+            args.append(len(tokens.split()))
+        if "embed_hash" in values:
+            rec = self._model()
+            sets += "vec = (SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = %s), "
+            args += [rec[0] if rec else None, rec[1] if rec else None, values["embed_hash"]]
+        row = self._one(f"UPDATE memories SET {sets}updated_at = %s, seq = nextval('memories_seq') WHERE id = %s RETURNING pk",
+                        (*args, format_time(utcnow()), memory_id))
+        if tokens is not None and row is not None:
+            self._put_terms(int(row[0]), tokens)
+
+    def add_relation(self, src: str, dst: str, kind: str, strength: float) -> None:
+        self._execute("INSERT INTO relations (src, dst, kind, strength, created_at) VALUES (%s, %s, %s, %s, %s) "
+                      "ON CONFLICT (src, dst, kind) DO UPDATE SET strength = excluded.strength",
+                      (src, dst, kind, float(strength), format_time(utcnow())))
+
+    def set_fts(self, pk: int, tokens: str) -> None:
+        self._execute("UPDATE memories SET ntok = %s WHERE pk = %s", (len(tokens.split()), pk))
+        self._put_terms(pk, tokens)
+
+    def _put_terms(self, pk: int, tokens: str) -> None:
+        """Replace a memory's postings; they carry its owner and visibility (row-level security)."""
+        terms, counts = term_counts(tokens)
+        self._execute("DELETE FROM memory_terms WHERE pk = %s", (pk,))
+        self._execute("INSERT INTO memory_terms (term, pk, tf, owner, visibility) SELECT u.t, m.pk, u.n, m.owner, m.visibility "
+                      "FROM memories m, unnest(%s::text[], %s::int[]) u(t, n) WHERE m.pk = %s", (terms, counts, pk))
+
+    def touch(self, ids: Sequence[str], at: str) -> None:
+        """Count an access (does not bump ``seq``)."""
+        self._execute("UPDATE memories SET access_count = access_count + 1, last_accessed_at = %s WHERE id = ANY(%s)", (at, list(ids)))
+
+    def purge_rows(self, memory_ids: Sequence[str]) -> int:
+        """Hard-delete memories with their relations, unshared vectors and history, leaving one
+        content-free ``purged`` tombstone event each. Returns how many."""
+        n = 0
+        for mid in memory_ids:
+            row = self._one("DELETE FROM memories WHERE id = %s RETURNING embed_hash, pk", (mid,))
+            if row is None:
+                continue
+            self._execute("DELETE FROM memory_terms WHERE pk = %s", (row[1],))
+            self._execute("DELETE FROM relations WHERE src = %s OR dst = %s", (mid, mid))
+            self._execute("DELETE FROM embeddings e WHERE e.text_hash = %s AND NOT EXISTS "
+                          "(SELECT 1 FROM memories m WHERE m.embed_hash = e.text_hash)", (row[0],))
+            self._execute("DELETE FROM events WHERE memory_id = %s", (mid,))
+            self.add_event(mid, "purged", "purge", {})
+            n += 1
+        return n
+
+    def purge_everything(self) -> int:
+        """Delete every memory (this role can see), event, relation, vector and aux row."""
+        n = int(self._one("SELECT COUNT(*) FROM memories")[0])  # type: ignore[index]
+        for table in ("memory_terms", "memories", "events", "relations", "embeddings", "sources", "injections", "session_state", "jobs"):
+            self._execute(f"DELETE FROM {table}")
+        for key in ("embedder", "dim"):
+            self.delete_meta(key)
+        return n
+
+    def scrub(self) -> None:
+        """Ask the server to reclaim deleted rows (VACUUM needs the table owner; skipped if not)."""
+        if self._txn_depth:
+            return
+        for table in ("memories", "events", "embeddings"):
+            try:
+                self._execute(f"VACUUM {table}")
+            except StoreError:
+                pass
+
+    def backup_files(self) -> list[Path]:
+        """Backups are the server's business (pg_dump); mnemo writes no files beside it."""
+        return []
+
+    def drop_embeddings_except(self, model: str) -> int:
+        row = self._one("WITH d AS (DELETE FROM embeddings WHERE model != %s RETURNING 1) SELECT COUNT(*) FROM d", (model,))
+        return int(row[0])  # type: ignore[index]
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, memory_id: str) -> Memory | None:
+        row = self._one(f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,))
+        return None if row is None else _row_to_memory(row)
+
+    def get_many_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        if not pks:
+            return {}
+        return {int(r[0]): _row_to_memory(r[1:]) for r in self._q(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk = ANY(%s)", (list(pks),))}
+
+    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
+        """``pk -> (importance, confidence, access_count, created_epoch, last_accessed_epoch,
+        stored_epoch, pinned)`` for the candidates passing ``tags`` and ``alive_at``."""
+        if not pks:
+            return {}
+        extra = "".join(" AND tags::jsonb ? %s" for _ in tags or ())
+        args: list[Any] = [list(pks), *(tags or ())]
+        if alive_at:
+            extra += " AND (expires_at IS NULL OR expires_at > %s)"
+            args.append(alive_at)
+        rows = self._q(
+            "SELECT pk, importance, confidence, access_count, extract(epoch FROM created_at::timestamptz), "
+            "extract(epoch FROM last_accessed_at::timestamptz), extract(epoch FROM COALESCE(stored_at, created_at)::timestamptz), "
+            f"pinned FROM memories WHERE pk = ANY(%s){extra}", args)
+        return {int(pk): (imp, conf, acc, float(c), None if last is None else float(last), float(s), bool(p))
+                for pk, imp, conf, acc, c, last, s, p in rows}
+
+    def relations(self, memory_id: str) -> list[dict[str, Any]]:
+        """Links from and to a memory: ``{"id", "kind", "direction", "strength"}``."""
+        rows = self._q("SELECT src, dst, kind, strength FROM relations WHERE src = %s OR dst = %s ORDER BY strength DESC, created_at",
+                       (memory_id, memory_id))
+        return [{"id": dst if src == memory_id else src, "kind": kind, "direction": "out" if src == memory_id else "in",
+                 "strength": strength} for src, dst, kind, strength in rows]
+
+    def expired(self, now: str, limit: int) -> list[Memory]:
+        return [_row_to_memory(r) for r in self._q(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= %s "
+            "ORDER BY expires_at LIMIT %s", (now, limit))]
+
+    def unused_since(self, cutoff: str, *, min_importance: float, limit: int) -> list[Memory]:
+        return [_row_to_memory(r) for r in self._q(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND NOT pinned AND importance < %s "
+            "AND GREATEST(COALESCE(last_accessed_at, ''), COALESCE(stored_at, created_at)) < %s ORDER BY stored_at LIMIT %s",
+            (min_importance, cutoff, limit))]
+
+    def pk_of(self, memory_id: str) -> int | None:
+        row = self._one("SELECT pk FROM memories WHERE id = %s", (memory_id,))
+        return None if row is None else int(row[0])
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        return {r[0] for r in self._q("SELECT id FROM memories WHERE id = ANY(%s)", (list(ids),))} if ids else set()
+
+    def existing_hashes(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which ``(content_hash, scope)`` pairs already have a memory (any status but deleted)."""
+        if not pairs:
+            return set()
+        rows = self._q("SELECT DISTINCT content_hash, scope FROM memories WHERE content_hash = ANY(%s) AND status != 'deleted'",
+                       (list({h for h, _ in pairs}),))
+        want = set(pairs)
+        return {(h, s) for h, s in rows if (h, s) in want}
+
+    def find_by_hash(self, content_hash: str, scope: str) -> Memory | None:
+        row = self._one(f"SELECT {_COLUMNS} FROM memories WHERE content_hash = %s AND scope = %s AND status = 'active' ORDER BY pk LIMIT 1",
+                        (content_hash, scope))
+        return None if row is None else _row_to_memory(row)
+
+    def get_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        if not hashes:
+            return {}
+        rows = self._q("SELECT text_hash, vector::real[] FROM embeddings WHERE model = %s AND text_hash = ANY(%s)", (model, list(hashes)))
+        return {h: np.asarray(v, np.float32).tobytes() for h, v in rows}
+
+    def list(self, filters: Filters, *, order: str = "created_at DESC", limit: int | None = None, offset: int = 0) -> list[Memory]:
+        where, args = _where(filters)
+        sql = f"SELECT {_COLS_M} FROM memories m WHERE {where} ORDER BY m.{order}, m.pk DESC"
+        if limit is not None:
+            sql += " LIMIT %s OFFSET %s"
+            args = [*args, limit, offset]
+        return [_row_to_memory(r) for r in self._q(sql, args)]
+
+    def iter_all(self, statuses: Sequence[str] | None = None) -> Iterator[Memory]:
+        """Every memory in insert order, fetched in pages (a large store never sits in memory twice)."""
+        after = 0
+        while True:
+            cond, args = ("AND status = ANY(%s)", [list(statuses)]) if statuses else ("", [])
+            rows = self._q(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk > %s {cond} ORDER BY pk LIMIT 1000", [after, *args])
+            if not rows:
+                return
+            for r in rows:
+                yield _row_to_memory(r[1:])
+            after = int(rows[-1][0])
+
+    # ------------------------------------------------------------ full text (BM25 over postings)
+
+    def _corpus(self) -> tuple[int, float]:
+        """Rows and mean token count, cached briefly (they move slowly; own writes reset them)."""
+        now = time.monotonic()
+        if self._stats is None or now - self._stats[0] > STATS_TTL:
+            self._df = {}
+            n, avg = self._one("SELECT COUNT(*), COALESCE(AVG(ntok), 0) FROM memories")  # type: ignore[misc]
+            self._stats = (now, int(n), float(avg))
+        return self._stats[1], self._stats[2]
+
+    def fts_row_count(self) -> int:
+        return self._corpus()[0]
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many rows contain each single-token term (one index lookup, cached with the corpus statistics)."""
+        if not terms:
+            return {}
+        self._corpus()  # expires the cache together with the corpus statistics
+        todo = [t for t in dict.fromkeys(terms) if t not in self._df]
+        if todo:
+            counts = dict(self._q("SELECT term, COUNT(*) FROM memory_terms WHERE term = ANY(%s) GROUP BY term", (todo,)))
+            self._df.update({t: int(counts.get(t, 0)) for t in todo})
+        return {t: self._df[t] for t in terms}
+
+    def fts_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` ``(pk, bm25)`` pairs, best first: FTS5's BM25 (k1 1.2, b 0.75) over the
+        postings; a phrase counts through its words (a memory with any of them matches)."""
+        words = _fts_words(match or "")
+        if not words:
+            return []
+        n, avgdl = self._corpus()
+        df = self.doc_freqs(words)
+        idf = [max(np.log((n - df[w] + 0.5) / (df[w] + 0.5)), 1e-6) if n else 1e-6 for w in words]
+        where, args = _where(filters)
+        rows = self._q(
+            "WITH q(term, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])) "
+            "SELECT m.pk, SUM(q.idf * (t.tf * %s) / (t.tf + %s * (1 - %s + %s * m.ntok / %s))) AS s "
+            f"FROM q JOIN memory_terms t ON t.term = q.term JOIN memories m ON m.pk = t.pk WHERE {where} "
+            "GROUP BY m.pk ORDER BY s DESC, m.pk LIMIT %s",
+            [words, idf, K1 + 1, K1, B, B, max(avgdl, 1.0), *args, limit])
+        return [(int(pk), max(float(s), MIN_MATCH_BM25)) for pk, s in rows]
+
+    def fts_rows_after(self, after_pk: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(r[0]), r[1]) for r in self._q("SELECT pk, content FROM memories WHERE pk > %s ORDER BY pk LIMIT %s", (after_pk, limit))]
+
+    # ------------------------------------------------------------ vectors
+
+    def vector_index(self, model: str) -> PgVectorIndex:
+        """The vector channel for ``model``, answered by pgvector (see :class:`PgVectorIndex`)."""
+        return PgVectorIndex(self, model, self.get_meta("generation"))
+
+    def vector_search(self, model: str, query: np.ndarray, filters: Filters, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` ``(pk, cosine)`` by HNSW (iterative scan under the filters), rescored exactly."""
+        if k <= 0 or not self._vectors_ready(model):
+            return []
+        where, args = _where(filters)
+        q = _vec(query)
+        rows = self._q(f"SELECT m.pk, m.vec <=> %s::real[]::vector AS d FROM memories m WHERE m.vec IS NOT NULL AND {where} "
+                       "ORDER BY d LIMIT %s", [q, *args, k])
+        # relaxed_order may return neighbours slightly out of order: re-sort on the exact distance
+        out = sorted(((int(pk), 1.0 - float(d)) for pk, d in rows), key=lambda r: (-r[1], r[0]))
+        return out
+
+    def max_seq(self) -> int:
+        return int(self._one("SELECT COALESCE(MAX(seq), 0) FROM memories")[0])  # type: ignore[index]
+
+    def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
+        """``(pk, seq, scope, type, status, created_epoch, vector|None)`` changed after ``after_seq``."""
+        rows = self._q(
+            "SELECT m.pk, m.seq, m.scope, m.type, m.status, extract(epoch FROM m.created_at::timestamptz), e.vector::real[] "
+            "FROM memories m LEFT JOIN embeddings e ON e.model = %s AND e.text_hash = m.embed_hash WHERE m.seq > %s ORDER BY m.seq",
+            (model, after_seq))
+        for pk, seq, scope, mtype, status, created, vec in rows:
+            yield pk, seq, scope, mtype, status, float(created), None if vec is None else np.asarray(vec, np.float32).tobytes()
+
+    def missing_embeddings(self, model: str, after_pk: int, limit: int) -> list[tuple[int, str, str, str]]:
+        return [(int(r[0]), r[1], r[2], r[3]) for r in self._q(
+            "SELECT m.pk, m.id, m.content, m.embed_hash FROM memories m WHERE m.pk > %s AND NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = m.embed_hash) ORDER BY m.pk LIMIT %s",
+            (after_pk, model, limit))]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return int(self._one("SELECT COUNT(*) FROM memories m WHERE NOT EXISTS "
+                             "(SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = m.embed_hash)", (model,))[0])  # type: ignore[index]
+
+    # ------------------------------------------------------------ history, counts, health
+
+    def events(self, memory_id: str) -> list[dict[str, Any]]:
+        return [{"kind": k, "at": at, "cause": c, "data": json.loads(d)}
+                for k, at, c, d in self._q("SELECT kind, at, cause, data FROM events WHERE memory_id = %s ORDER BY pk", (memory_id,))]
+
+    def events_of_kind(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self._q(
+            "SELECT memory_id, at, cause, data FROM events WHERE kind = %s ORDER BY pk DESC LIMIT %s", (kind, limit))]
+
+    def count(self, filters: Filters) -> int:
+        where, args = _where(filters)
+        return int(self._one(f"SELECT COUNT(*) FROM memories m WHERE {where}", args)[0])  # type: ignore[index]
+
+    def group_count(self, column: str, filters: Filters) -> dict[str, int]:
+        assert column in ("type", "scope", "status", "source")
+        where, args = _where(filters)
+        return {k: int(n) for k, n in self._q(
+            f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY COUNT(*) DESC, m.{column}", args)}
+
+    def count_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return int(self._one("SELECT COUNT(*) FROM embeddings")[0])  # type: ignore[index]
+        return int(self._one("SELECT COUNT(*) FROM embeddings WHERE model = %s", (model,))[0])  # type: ignore[index]
+
+    def size_bytes(self) -> int:
+        row = self._one("SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'")
+        return int(row[0])  # type: ignore[index]
+
+    def integrity_problems(self) -> list[str]:
+        """What is wrong with the schema as PostgreSQL sees it (the server keeps pages sound)."""
+        problems = []
+        have = {r[0] for r in self._q("SELECT extname FROM pg_extension")}
+        problems += [f"the {ext} extension is missing" for ext in EXTENSIONS if ext not in have]
+        rec = self._model()
+        if rec is not None and self._vec_dim() != rec[1]:
+            problems.append(f"memories.vec is not {rec[1]}-d as the recorded model {rec[0]} is (run `mnemo reindex`)")
+        return problems
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,653 @@
+"""The SQLite store (default): one file, WAL, FTS5 full-text rows and float32 vector blobs.
+
+Uses ``apsw`` built with SQLite3 Multiple Ciphers (``apsw-sqlite3mc``): a current SQLite with
+FTS5 on every platform, extension loading even where the system Python cannot, and encryption
+at rest for the privacy work. apsw is not DB-API: it never opens transactions implicitly, so
+every write here is an explicit ``BEGIN IMMEDIATE`` — taking the write lock up front is what lets
+several processes write at once without "database is locked" (they queue on the busy timeout
+instead of failing on a lock upgrade).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import apsw
+
+from .sqlite_schema import LATEST_VERSION, MIGRATIONS
+from .._base.models import Memory, format_time, utcnow
+from .sqlite_aux import AuxTables
+from .base import Filters
+from ..errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: the least BM25 a full-text match counts for (see fts_search)
+MIN_MATCH_BM25 = 0.5
+#: how long a writer waits for another process's transaction before giving up
+BUSY_TIMEOUT_MS = 60_000
+
+_COLUMNS = (
+    "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
+    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata, "
+    "stored_at, pinned"
+)
+
+
+def _connect(path: Path, key: str | None, flags: int | None = None) -> apsw.Connection:
+    """A connection with the busy timeout set and, for an encrypted store, the key applied."""
+    conn = apsw.Connection(str(path), flags=flags) if flags is not None else apsw.Connection(str(path))
+    conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    if key:
+        conn.execute(f"PRAGMA key = '{_quote(key)}'")
+    return conn
+
+
+def _quote(key: str) -> str:
+    if "\x00" in key:
+        raise StoreKeyError("an encryption key cannot contain NUL characters")
+    return key.replace("'", "''")
+
+
+def _private(path: Path) -> None:
+    """Store files are the owner's alone (0600)."""
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
+def is_encrypted(path: str | os.PathLike[str]) -> bool:
+    """True when the file exists, is not empty, and does not start with SQLite's plaintext header."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    return len(head) == 16 and head != SQLITE_HEADER
+
+
+def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None) -> dict[str, Any]:
+    """Encrypt, decrypt or re-key a store safely: checkpoint it, copy it to a temporary file
+    beside it, change the key of the copy, verify the copy (integrity and counts), then swap it
+    in atomically. Until the swap the original is untouched; if anything fails it stays as it was.
+    Other mnemo processes must not write to the store meanwhile."""
+    src_path = Path(path).expanduser()
+    for stale in stale_conversions(src_path):  # left by a conversion that was killed midway
+        stale.unlink(missing_ok=True)
+    src = SQLiteStore(src_path, create=False, key=old_key)
+    tmp = src_path.with_name(f".{src_path.name}.convert-{os.getpid()}")
+    try:
+        src.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        counts = _counts(src.conn)
+        src.conn.execute("BEGIN IMMEDIATE")  # hold writers off while the file is copied
+        try:
+            shutil.copyfile(src_path, tmp)
+        finally:
+            src.conn.execute("ROLLBACK")
+        _private(tmp)
+        conn = _connect(tmp, old_key)
+        try:
+            conn.execute("PRAGMA journal_mode=DELETE")  # SQLite3MC cannot re-key in WAL mode
+            conn.execute(f"PRAGMA rekey = '{_quote(new_key or '')}'")
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        check = SQLiteStore(tmp, create=False, key=new_key)
+        try:
+            problems = check.integrity_problems()
+            if problems or _counts(check.conn) != counts:
+                raise StoreError(f"the converted copy did not verify ({problems or 'counts differ'}); {src_path} is unchanged")
+            check.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            check.close()
+        src.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp, src_path)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{src_path}{suffix}").unlink(missing_ok=True)
+    finally:
+        src.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    return {"path": str(src_path), "encrypted": bool(new_key), **counts}
+
+
+def stale_conversions(path: Path) -> list[Path]:
+    """Temporary copies a killed ``convert`` left beside the store (a half-decrypted one holds
+    plaintext, so they are removed by the next conversion and by ``purge --all``)."""
+    return sorted(path.parent.glob(f".{path.name}.convert-*"))
+
+
+def _counts(conn: apsw.Connection) -> dict[str, int]:
+    return {
+        "memories": int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]),
+        "events": int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]),
+        "embeddings": int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
+    }
+
+
+def _row_to_memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[0],
+        content=row[1],
+        type=row[2],
+        scope=row[3],
+        tags=json.loads(row[4]),
+        importance=row[5],
+        confidence=row[6],
+        source=row[7],
+        source_session=row[8],
+        created_at=row[9],
+        updated_at=row[10],
+        last_accessed_at=row[11],
+        access_count=row[12],
+        status=row[13],
+        superseded_by=row[14],
+        expires_at=row[15],
+        content_hash=row[16],
+        metadata=json.loads(row[17]),
+        stored_at=row[18],
+        pinned=bool(row[19]),
+    )
+
+
+class SQLiteStore(AuxTables):
+    """Memories, history, relations and the derived index in one SQLite file."""
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None):
+        """Open (or create) the store at ``path``. With ``key`` the whole file is encrypted
+        (SQLite3 Multiple Ciphers, ChaCha20-Poly1305): pages, WAL, full-text rows and vectors."""
+        self.path = Path(path).expanduser()
+        self.url = str(self.path)
+        self._key = key or None
+        if not self.path.exists():
+            if not create:
+                raise StoreMissingError(f"no mnemo store at {self.path} (run `mnemo init` to create one)")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store folder {self.path.parent}: {exc.strerror}") from None
+        elif self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a mnemo store file")
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        try:
+            self.conn = _connect(self.path, self._key, flags)
+            self._check_and_migrate()
+            self._configure()
+        except apsw.NotADBError:
+            self.close()
+            raise self._unreadable() from None
+        except apsw.CorruptError:
+            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
+        except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        self._txn_depth = 0
+        self._vocab = False
+        if new:
+            _private(self.path)
+
+    def _unreadable(self) -> StoreError:
+        """The right error for a file SQLite cannot read: wrong key, missing key, or not a store."""
+        try:
+            head = self.path.read_bytes()[:16]
+        except OSError:
+            head = b""
+        if self._key is not None:
+            if head == SQLITE_HEADER:
+                return StoreKeyError(f"{self.path} is not encrypted, but a key was given (run `mnemo encrypt` to encrypt it)")
+            return StoreKeyError(f"cannot open {self.path}: wrong key (or the file is damaged)")
+        if head != SQLITE_HEADER and len(head) == 16:
+            return StoreKeyError(
+                f"{self.path} is encrypted, or not a mnemo store at all (damaged): if it is encrypted, "
+                "set MNEMO_KEY or keep its key file in the mnemo home"
+            )
+        return CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged)")
+
+    @property
+    def encrypted(self) -> bool:
+        return self._key is not None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _configure(self) -> None:
+        if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA cache_size=-65536")  # 64 MiB: keeps FTS posting lists hot
+        self.conn.execute("PRAGMA secure_delete=ON")  # deleted content is zeroed, not left in free pages
+
+    def _check_and_migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this mnemo understands "
+                f"({LATEST_VERSION}); upgrade mnemo (pip install -U mnemo)"
+            )
+        if version == LATEST_VERSION:
+            return
+        if version != 0:
+            self._backup(f"v{version}")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            # another process may have created or migrated the store while we waited for the lock
+            current = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if current == 0:
+                tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+                if tables:
+                    raise CorruptStoreError(f"{self.path} is an SQLite database but not a mnemo store (it has tables {', '.join(tables[:5])})")
+            for number, name, sql in MIGRATIONS:
+                if number <= current:
+                    continue
+                if number == 1:
+                    self.conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+                self.conn.execute(sql)
+                self.conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", (number, name, format_time(utcnow())))
+                self.conn.execute(f"PRAGMA user_version={int(number)}")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _backup(self, label: str) -> Path:
+        """Copy the store beside itself before a migration (SQLite's online backup)."""
+        target = self.path.with_name(f"{self.path.name}.backup-{label}-{utcnow():%Y%m%d%H%M%S}")
+        dest = _connect(target, self._key)
+        _private(target)
+        try:
+            with dest.backup("main", self.conn, "main") as b:
+                b.step()
+        finally:
+            dest.close()
+        return target
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            conn.close()
+            self.conn = None  # type: ignore[assignment]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (nested calls join the outer one)."""
+        if self._txn_depth:
+            self._txn_depth += 1
+            try:
+                yield
+            finally:
+                self._txn_depth -= 1
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._txn_depth = 1
+        try:
+            yield
+        except BaseException:
+            self._txn_depth = 0
+            self.conn.execute("ROLLBACK")
+            raise
+        self._txn_depth = 0
+        self.conn.execute("COMMIT")
+
+    # ------------------------------------------------------------ meta
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def delete_meta(self, key: str) -> None:
+        self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+
+    # ------------------------------------------------------------ writes (call inside transaction())
+
+    def _next_seq(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM memories").fetchone()[0])
+
+    def insert(self, mem: Memory, *, embed_hash: str, tokens: str, cause: str) -> None:
+        """Insert a memory, its full-text row and its 'created' event."""
+        seq = self._next_seq()
+        self.conn.execute(
+            f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({','.join('?' * 22)})",
+            (
+                mem.id, mem.content, mem.type, mem.scope, json.dumps(mem.tags, ensure_ascii=False),
+                mem.importance, mem.confidence, mem.source, mem.source_session, mem.created_at,
+                mem.updated_at, mem.last_accessed_at, mem.access_count, mem.status, mem.superseded_by,
+                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False),
+                mem.stored_at or format_time(utcnow()), int(mem.pinned), embed_hash, seq,
+            ),
+        )
+        pk = self.conn.last_insert_rowid()
+        self.conn.execute("INSERT INTO memory_fts (rowid, tokens) VALUES (?, ?)", (pk, tokens))
+        self.add_event(mem.id, "created", cause, {"source": mem.source})
+
+    def add_event(self, memory_id: str, kind: str, cause: str | None, data: dict[str, Any] | None = None) -> None:
+        self.conn.execute(
+            "INSERT INTO events (memory_id, kind, at, cause, data) VALUES (?, ?, ?, ?, ?)",
+            (memory_id, kind, format_time(utcnow()), cause, json.dumps(data or {}, ensure_ascii=False)),
+        )
+
+    def set_status(self, memory_id: str, status: str, *, superseded_by: str | None = None) -> None:
+        self.conn.execute(
+            "UPDATE memories SET status = ?, superseded_by = ?, updated_at = ?, seq = ? WHERE id = ?",
+            (status, superseded_by, format_time(utcnow()), self._next_seq(), memory_id),
+        )
+
+    def put_embeddings(self, model: str, rows: Iterable[tuple[str, int, bytes]]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+            ((model, h, d, v) for h, d, v in rows),
+        )
+
+    def update_fields(self, memory_id: str, **fields: Any) -> None:
+        """Change fields of a memory and bump ``updated_at`` (and ``seq``: the index may care).
+        ``tokens`` rewrites its full-text row; ``embed_hash`` points it at another vector."""
+        allowed = {"tags", "importance", "confidence", "content", "content_hash", "embed_hash", "type",
+                   "scope", "expires_at", "pinned", "metadata", "superseded_by", "tokens"}
+        if not set(fields) <= allowed:
+            raise ValueError(f"cannot update {set(fields) - allowed}")
+        tokens = fields.pop("tokens", None)
+        values = {k: (json.dumps(v, ensure_ascii=False) if k in ("tags", "metadata") else (int(v) if k == "pinned" else v))
+                  for k, v in fields.items()}
+        sets = "".join(f"{k} = ?, " for k in values)
+        self.conn.execute(
+            f"UPDATE memories SET {sets}updated_at = ?, seq = ? WHERE id = ?",
+            (*values.values(), format_time(utcnow()), self._next_seq(), memory_id),
+        )
+        if tokens is not None:
+            pk = self.pk_of(memory_id)
+            if pk is not None:
+                self.set_fts(pk, tokens)
+
+    def add_relation(self, src: str, dst: str, kind: str, strength: float) -> None:
+        self.conn.execute(
+            "INSERT INTO relations (src, dst, kind, strength, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (src, dst, kind) DO UPDATE SET strength = excluded.strength",
+            (src, dst, kind, float(strength), format_time(utcnow())),
+        )
+
+    def relations(self, memory_id: str) -> list[dict[str, Any]]:
+        """Links from and to a memory: ``{"id", "kind", "direction", "strength"}``."""
+        out = []
+        for src, dst, kind, strength in self.conn.execute(
+            "SELECT src, dst, kind, strength FROM relations WHERE src = ? OR dst = ? ORDER BY strength DESC", (memory_id, memory_id)
+        ):
+            out.append({"id": dst if src == memory_id else src, "kind": kind, "direction": "out" if src == memory_id else "in", "strength": strength})
+        return out
+
+    def expired(self, now: str, limit: int) -> list[Memory]:
+        """Active memories whose expiry or review date has passed."""
+        return [_row_to_memory(r) for r in self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? "
+            "ORDER BY expires_at LIMIT ?", (now, limit))]
+
+    def unused_since(self, cutoff: str, *, min_importance: float, limit: int) -> list[Memory]:
+        """Active, unpinned memories below ``min_importance`` not used (accessed, or stored)
+        since ``cutoff``: the later of the last access and the moment they entered the store."""
+        return [_row_to_memory(r) for r in self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND pinned = 0 AND importance < ? "
+            "AND MAX(COALESCE(last_accessed_at, ''), COALESCE(stored_at, created_at)) < ? ORDER BY stored_at LIMIT ?",
+            (min_importance, cutoff, limit))]
+
+    @contextmanager
+    def rolled_back(self) -> Iterator[None]:
+        """A write transaction that is always rolled back (self-tests that must leave no trace)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            self.conn.execute("ROLLBACK")
+
+    def set_fts(self, pk: int, tokens: str) -> None:
+        self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+        self.conn.execute("INSERT INTO memory_fts (rowid, tokens) VALUES (?, ?)", (pk, tokens))
+
+    def touch(self, ids: Sequence[str], at: str) -> None:
+        """Count an access (does not bump ``seq``: the index does not care)."""
+        self.conn.executemany(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE id = ?",
+            ((at, i) for i in ids),
+        )
+
+    def purge_rows(self, memory_ids: Sequence[str]) -> int:
+        """Hard-delete memories with their full-text rows, relations, unshared vectors and
+        history, leaving one content-free ``purged`` tombstone event each. Returns how many."""
+        n = 0
+        for mid in memory_ids:
+            row = self.conn.execute("SELECT pk, embed_hash FROM memories WHERE id = ?", (mid,)).fetchone()
+            if row is None:
+                continue
+            pk, embed_hash = row
+            self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (pk,))
+            self.conn.execute("DELETE FROM memories WHERE pk = ?", (pk,))
+            self.conn.execute("DELETE FROM relations WHERE src = ? OR dst = ?", (mid, mid))
+            if self.conn.execute("SELECT 1 FROM memories WHERE embed_hash = ? LIMIT 1", (embed_hash,)).fetchone() is None:
+                self.conn.execute("DELETE FROM embeddings WHERE text_hash = ?", (embed_hash,))
+            self.conn.execute("DELETE FROM events WHERE memory_id = ?", (mid,))
+            self.add_event(mid, "purged", "purge", {})
+            n += 1
+        return n
+
+    def purge_everything(self) -> int:
+        """Delete every memory, event, relation, vector and full-text row."""
+        n = int(self.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
+        self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('delete-all')")
+        for table in ("memories", "events", "relations", "embeddings", "sources", "injections", "session_state", "jobs"):
+            self.conn.execute(f"DELETE FROM {table}")
+        for key in ("embedder", "dim"):
+            self.delete_meta(key)
+        return n
+
+    def scrub(self) -> None:
+        """Leave no trace of deleted rows: merge the full-text index, rewrite the file without
+        free pages (VACUUM) and empty the WAL. ``secure_delete`` zeroes pages as they are freed."""
+        self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def backup_files(self) -> list[Path]:
+        """Migration backups and other copies mnemo wrote beside the store."""
+        return sorted(self.path.parent.glob(f"{self.path.name}.backup-*")) + stale_conversions(self.path)
+
+    def drop_embeddings_except(self, model: str) -> int:
+        n = self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model != ?", (model,)).fetchone()[0]
+        self.conn.execute("DELETE FROM embeddings WHERE model != ?", (model,))
+        return int(n)
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, memory_id: str) -> Memory | None:
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else _row_to_memory(row)
+
+    def get_many_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
+        if not pks:
+            return {}
+        out: dict[int, Memory] = {}
+        for i in range(0, len(pks), 500):
+            chunk = list(pks[i : i + 500])
+            for row in self.conn.execute(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk IN ({','.join('?' * len(chunk))})", chunk):
+                out[row[0]] = _row_to_memory(row[1:])
+        return out
+
+    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
+        """What ranking needs of each candidate, ``pk -> (importance, confidence, access_count,
+        created_epoch, last_accessed_epoch, stored_epoch, pinned)``; with ``tags``, only memories
+        carrying all of them; with ``alive_at``, only those not expired at that time."""
+        out: dict[int, tuple[Any, ...]] = {}
+        extra = "".join(" AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)" for _ in tags or ())
+        args: list[Any] = list(tags or ())
+        if alive_at:
+            extra += " AND (expires_at IS NULL OR expires_at > ?)"
+            args.append(alive_at)
+        for i in range(0, len(pks), 500):
+            chunk = list(pks[i : i + 500])
+            sql = (
+                "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at), "
+                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({','.join('?' * len(chunk))}){extra}"
+            )
+            for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, [*chunk, *args]):
+                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned))
+        return out
+
+    def fts_row_count(self) -> int:
+        """Rows in the full-text index (every memory, any status)."""
+        return int(self.conn.execute("SELECT COALESCE(MAX(pk), 0) FROM memories").fetchone()[0])
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many full-text rows contain each single-token term (fts5vocab, one lookup each)."""
+        if not self._vocab:
+            self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memory_vocab USING fts5vocab(main, memory_fts, 'row')")
+            self._vocab = True
+        out: dict[str, int] = {}
+        for term in terms:
+            row = self.conn.execute("SELECT doc FROM temp.memory_vocab WHERE term = ?", (term,)).fetchone()
+            out[term] = 0 if row is None else int(row[0])
+        return out
+
+    def pk_of(self, memory_id: str) -> int | None:
+        row = self.conn.execute("SELECT pk FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            found.update(r[0] for r in self.conn.execute(f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return found
+
+    def existing_hashes(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which ``(content_hash, scope)`` pairs already have a memory (any status but deleted)."""
+        found: set[tuple[str, str]] = set()
+        for h, s in pairs:
+            row = self.conn.execute("SELECT 1 FROM memories WHERE content_hash = ? AND scope = ? AND status != 'deleted' LIMIT 1", (h, s)).fetchone()
+            if row:
+                found.add((h, s))
+        return found
+
+    def find_by_hash(self, content_hash: str, scope: str) -> Memory | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE content_hash = ? AND scope = ? AND status = 'active' LIMIT 1",
+            (content_hash, scope),
+        ).fetchone()
+        return None if row is None else _row_to_memory(row)
+
+    def get_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = list(hashes[i : i + 500])
+            for h, v in self.conn.execute(
+                f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({','.join('?' * len(chunk))})",
+                [model, *chunk],
+            ):
+                out[h] = v
+        return out
+
+    def list(self, filters: Filters, *, order: str = "created_at DESC", limit: int | None = None, offset: int = 0) -> list[Memory]:
+        where, args = filters.where()
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.{order}, m.pk DESC"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            args = [*args, limit, offset]
+        return [_row_to_memory(r) for r in self.conn.execute(sql, args)]
+
+    def iter_all(self, statuses: Sequence[str] | None = None) -> Iterator[Memory]:
+        if statuses:
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY pk", list(statuses))
+        else:
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY pk")
+        for row in cur:
+            yield _row_to_memory(row)
+
+    def fts_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Up to ``limit`` ``(pk, bm25)`` pairs, best first (bm25 made positive: higher is better)."""
+        where, args = filters.where()
+        sql = (
+            "SELECT f.rowid, -bm25(memory_fts) AS s FROM memory_fts f JOIN memories m ON m.pk = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts) LIMIT ?"
+        )
+        try:
+            # FTS5 clamps the IDF of a word found in half the rows or more to ~0, so in a small
+            # store a real match would score nothing; a match is always worth something.
+            return [(int(r[0]), max(float(r[1]), MIN_MATCH_BM25)) for r in self.conn.execute(sql, [match, *args, limit])]
+        except apsw.SQLError:
+            return []  # a query the FTS5 grammar rejects matches nothing rather than failing
+
+    def max_seq(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0])
+
+    def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
+        """``(pk, seq, scope, type, status, created_epoch, vector|None)`` changed after ``after_seq``."""
+        return self.conn.execute(
+            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), e.vector "
+            "FROM memories m LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = m.embed_hash "
+            "WHERE m.seq > ? ORDER BY m.seq",
+            (model, after_seq),
+        )
+
+    def missing_embeddings(self, model: str, after_pk: int, limit: int) -> list[tuple[int, str, str, str]]:
+        """Memories whose embedded text has no vector for ``model``: ``(pk, id, content, embed_hash)``."""
+        return [
+            (int(r[0]), r[1], r[2], r[3])
+            for r in self.conn.execute(
+                "SELECT m.pk, m.id, m.content, m.embed_hash FROM memories m WHERE m.pk > ? AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = m.embed_hash) ORDER BY m.pk LIMIT ?",
+                (after_pk, model, limit),
+            )
+        ]
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return int(self.conn.execute(
+            "SELECT COUNT(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = m.embed_hash)",
+            (model,),
+        ).fetchone()[0])
+
+    def fts_rows_after(self, after_pk: int, limit: int) -> list[tuple[int, str]]:
+        return [(int(r[0]), r[1]) for r in self.conn.execute("SELECT pk, content FROM memories WHERE pk > ? ORDER BY pk LIMIT ?", (after_pk, limit))]
+
+    def events(self, memory_id: str) -> list[dict[str, Any]]:
+        return [
+            {"kind": k, "at": at, "cause": c, "data": json.loads(d)}
+            for k, at, c, d in self.conn.execute("SELECT kind, at, cause, data FROM events WHERE memory_id = ? ORDER BY pk", (memory_id,))
+        ]
+
+    def events_of_kind(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest events of one kind across the store: ``{"memory_id", "at", "cause", "data"}``."""
+        return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self.conn.execute(
+            "SELECT memory_id, at, cause, data FROM events WHERE kind = ? ORDER BY pk DESC LIMIT ?", (kind, limit))]
+
+    def count(self, filters: Filters) -> int:
+        where, args = filters.where()
+        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", args).fetchone()[0])
+
+    def group_count(self, column: str, filters: Filters) -> dict[str, int]:
+        assert column in ("type", "scope", "status", "source")
+        where, args = filters.where()
+        return {k: int(n) for k, n in self.conn.execute(f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY COUNT(*) DESC", args)}
+
+    def count_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0])
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+
+    def integrity_problems(self) -> list[str]:
+        rows = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        return [] if rows == ["ok"] else rows
