@@ -30,7 +30,8 @@ def pg_copy(server: str, sqlite_path: Path, n: int, log: Callable[[str], None]) 
     """The PostgreSQL copy of ``sqlite_path`` (built once: ``copy_store`` into a fresh database)."""
     import psycopg
 
-    from mnemo._stores.open import copy_store, open_store
+    from mnemo._stores.copy import copy_store
+    from mnemo._stores.open import open_store
 
     name = "mnemo_bench_" + sqlite_path.stem.replace("-", "_")
     url = _db_url(server, name)

@@ -13,7 +13,7 @@ two people following the labelling guide ``docs/capture.md``, blind to the rules
 earlier splits; d to h were each held out for one pass of the rules and tuned on in the next.
 Split p (``capture_eval_p.jsonl``, 300 utterances) is the opposite of the others: short, plain
 messages, one statement each, the kind people type most, written the same way. The rules were
-never tuned on i, p, j or k. The second stage (``src/mnemo/_detect_model.py``, trained by
+never tuned on i, p, j or k. The second stage (``src/mnemo/_capture/detect_model.py``, trained by
 ``bench/train_capture.py``) is trained on a to i and p; j and k are held out from both stages:
 their rows are the honest estimate on new text. The types of a, b and c were
 relabelled by a third person following the guide, blind to the detector (the old and new labels

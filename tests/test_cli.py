@@ -15,7 +15,7 @@ from conftest import FAKE_MODEL
 from fake_embedder import unrelated_query
 
 from mnemo import Mnemo
-from mnemo._cli.commands import OPERATIONS, main_group
+from mnemo._entry import OPERATIONS, main_group
 
 
 

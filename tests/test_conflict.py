@@ -1,4 +1,4 @@
-"""Conflict rules (mnemo._conflict): change words, same slot with a new value, negation, in Chinese,
+"""Conflict rules (mnemo._lifecycle.conflict): change words, same slot with a new value, negation, in Chinese,
 English and mixed text, and the traps that must stay non-conflicts (restatements, added detail,
 related facts about another subject, preferences that co-exist, questions and plans)."""
 

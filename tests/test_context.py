@@ -242,7 +242,7 @@ def test_old_session_state_is_pruned(m: Mnemo) -> None:
     m.context("which database do we use?", session="old", now="2020-01-01T00:00:00Z")
     m.context("which database do we use?", session="new")
     assert m._session_value("old", "injected") and m._session_value("new", "injected")
-    assert m._prune_sessions(days=30) >= 1
+    assert m.prune_sessions(days=30) >= 1
     assert m._session_value("old", "injected") is None and m._session_value("new", "injected")
 
 

@@ -1,4 +1,4 @@
-"""The capture detector's second stage (``mnemo._detect_model``): it only removes or retypes what
+"""The capture detector's second stage (``mnemo._capture.detect_model``): it only removes or retypes what
 the rules found, what it removes on held-out text is mostly false alarms, a missing or damaged
 data file leaves the rules alone (and ``doctor`` says so), and training is deterministic."""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mnemo._cli.commands import OPERATIONS, main_group
+from mnemo._entry import OPERATIONS, main_group
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The pair rules behind write-time decisions (``mnemo._pairs``), without a model: what says two
+"""The pair rules behind write-time decisions (``mnemo._lifecycle.pairs``), without a model: what says two
 statements are about two subjects, what a repeat may and may not add, what replaces what."""
 
 from __future__ import annotations

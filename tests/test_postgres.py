@@ -76,6 +76,22 @@ def test_private_memories_are_invisible_to_other_roles(team: dict[str, str], cli
         assert owner.stats()["total"] == 1
 
 
+def test_a_private_scope_can_be_shared_again(team: dict[str, str]) -> None:
+    """Back to shared: the memory and its full-text postings are visible to the team again."""
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        alice.store.set_private_scope("project:plans", True)
+        mem = alice.remember("the offsite moves to lisbon in may", scope="project:plans")
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        assert bob.store.get(mem.id) is None and bob.store.doc_freqs(["lisbon"]) == {"lisbon": 0}
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        alice.store.set_private_scope("project:plans", False)
+        assert alice.store.private_scopes() == []
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        assert bob.get(mem.id).content == mem.content
+        assert bob.store.doc_freqs(["lisbon"]) == {"lisbon": 1}
+        assert [h.memory.id for h in bob.recall("offsite lisbon", scope="all")] == [mem.id]
+
+
 def test_visibility_is_refused_on_sqlite(cli, tmp_path: Path) -> None:
     Mnemo(tmp_path / "x.db", embedder=FakeEmbedder()).close()
     r = cli("visibility", "global", "private", "--db", str(tmp_path / "x.db"))
@@ -288,6 +304,15 @@ def test_postgres_store_implements_the_store_port() -> None:
         assert list(inspect.signature(getattr(Store, name)).parameters) == list(inspect.signature(getattr(PostgresStore, name)).parameters), name
     assert all(callable(getattr(PostgresStore, n)) for n in ("vector_index", "vector_search"))
     assert not issubclass(type("S", (), {}), VectorSearch)
+
+
+def test_doctor_reports_the_postgres_schema_version(pg_databases: PgDatabases) -> None:
+    from mnemo._stores.postgres_schema import LATEST_VERSION
+
+    with Mnemo(pg_databases.url(), embedder=FakeEmbedder()) as m:
+        assert m.store.schema_versions() == (LATEST_VERSION, LATEST_VERSION)
+        schema = next(c for c in m.doctor() if c["check"] == "schema")
+        assert schema["status"] == "ok" and schema["detail"] == f"schema version {LATEST_VERSION} (this mnemo: {LATEST_VERSION})"
 
 
 def test_init_reports_whether_it_created_the_store(pg_databases: PgDatabases, cli) -> None:

@@ -6,7 +6,7 @@ import inspect
 
 from mnemo import Mnemo
 from mnemo._mcp.server import TOOLS
-from mnemo._cli.commands import OPERATIONS
+from mnemo._entry import OPERATIONS
 
 #: public Mnemo methods that are not operations of their own, on any surface
 NOT_OPERATIONS = {
@@ -20,6 +20,9 @@ NOT_OPERATIONS = {
     "auto_transcript": "reached through `mnemo hook stop|session-end` and the capture CLI; a model has no transcript path",
     "capture_job": "status of auto_transcript's background job, shown by the capture CLI",
     "conflicts": "part of review (its possible-conflicts list), on the CLI and MCP alike",
+    "before_compaction": "hook bookkeeping: the PreCompact hook keeps what was injected",
+    "after_compaction": "hook bookkeeping: SessionStart(compact) or the next prompt injects it again",
+    "prune_sessions": "hook bookkeeping: SessionStart drops old sessions' injected lists",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {
@@ -31,6 +34,7 @@ NOT_ON_MCP = {
     "watch": "runs until stopped; a person's command",
     "pause": "the user's switch to stop injection; a model must not turn it on or off",
     "resume": "the user's switch to stop injection; a model must not turn it on or off",
+    "visibility": "access control on a team store: the person decides who may read what",
 }
 #: operations with no CLI command of their own
 NOT_ON_CLI: dict[str, str] = {}
@@ -47,7 +51,7 @@ def test_every_operation_is_on_the_cli() -> None:
 
 def test_every_operation_is_on_mcp() -> None:
     missing = _operations() - set(TOOLS.values()) - set(NOT_ON_MCP)
-    assert not missing, f"no MCP tool for {sorted(missing)}: add one to mnemo._mcp.TOOLS or justify it in NOT_ON_MCP"
+    assert not missing, f"no MCP tool for {sorted(missing)}: add one to mnemo._mcp.server.TOOLS or justify it in NOT_ON_MCP"
 
 
 def test_tools_are_named_like_the_operations_they_run() -> None:

@@ -1,4 +1,4 @@
-"""Tests for mnemo._timeparse: relative/named time expressions in Chinese and English queries."""
+"""Tests for mnemo._recall.timeparse: relative/named time expressions in Chinese and English queries."""
 
 from __future__ import annotations
 

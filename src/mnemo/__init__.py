@@ -34,8 +34,8 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's fast path
 if TYPE_CHECKING:
-    from ._core.mnemo import Mnemo
     from ._base.models import MEMORY_TYPES, Hit, Memory
+    from ._core.mnemo import Mnemo
 
 
 def __getattr__(name: str):  # PEP 562: `Mnemo` (numpy, apsw, the models) loads on first use,

@@ -1,3 +1,33 @@
-from ._cli.commands import main
+"""``python -m mnemo`` and the ``mnemo`` console script.
 
-main()
+``mnemo hook EVENT`` runs on every prompt as a new process, so it goes straight to the
+import-light hook client (standard library, settings and hook-format modules only: never
+numpy, apsw, click or rich); every other command loads the command line (:mod:`mnemo._entry`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def launch() -> None:
+    """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
+    argv = sys.argv[1:]
+    if len(argv) >= 4 and argv[0] == "--db" and argv[2] == "hook":  # `mnemo --db PATH hook EVENT`: the same fast path
+        argv = [argv[2], argv[3], "--db", argv[1], *argv[4:]]
+    if len(argv) >= 2 and argv[0] == "hook" and not any(a.startswith("-") for a in argv[1:2]) and "--help" not in argv and "-h" not in argv:
+        rest = argv[2:]
+        db = None
+        if len(rest) == 2 and rest[0] == "--db":
+            db, rest = rest[1], []
+        if not rest:
+            from ._hooks.client import hook_main
+
+            sys.exit(hook_main(argv[1], db=db))
+    from ._entry import main
+
+    main()
+
+
+if __name__ == "__main__":
+    launch()

@@ -6,7 +6,8 @@ one line on stderr and a non-zero exit code, the MCP server into a tool error::
     MnemoError
      ├── InvalidInputError        bad content, type, importance, time, filter…
      │    ├── ImportFormatError   malformed lines in an import file (with line numbers)
-     │    └── IngestError         a document, chat export or web page cannot be ingested
+     │    ├── IngestError         a document, chat export or web page cannot be ingested
+     │    └── PayloadError        an assistant's hook payload is not usable
      ├── NotFoundError            no memory with that id
      ├── StoreError               the store cannot be used as it is
      │    ├── StoreMissingError   no store at that path (run `mnemo init`)
@@ -15,8 +16,10 @@ one line on stderr and a non-zero exit code, the MCP server into a tool error::
      │    ├── StoreKeyError       encrypted, and the key is missing or wrong
      │    ├── ModelMismatchError  the index was built with another embedding model
      │    ├── StoreUnreachableError  the PostgreSQL server cannot be reached
-     │    └── StorePrivilegeError    the database role lacks a privilege mnemo needs
-     └── EmbedderError            the embedding model cannot load or answers wrongly
+     │    ├── StorePrivilegeError    the database role lacks a privilege mnemo needs
+     │    └── AlreadyServing      another warm service already serves this store
+     ├── EmbedderError            the embedding model cannot load or answers wrongly
+     └── ChatError                the chat endpoint (LLM) gave no usable answer
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ __all__ = [
     "StoreUnreachableError",
     "StorePrivilegeError",
     "EmbedderError",
+    "ChatError",
+    "PayloadError",
+    "AlreadyServing",
 ]
 
 
@@ -113,3 +119,16 @@ class StoreUnreachableError(StoreError):
 
 class StorePrivilegeError(StoreError):
     """The database role lacks a privilege mnemo needs (e.g. to create the vector extension)."""
+
+
+class PayloadError(InvalidInputError):
+    """The hook's stdin is not a payload of the assistant's hook event (not JSON, a field
+    missing or of the wrong type, an unknown event)."""
+
+
+class AlreadyServing(StoreError):
+    """Another warm service already serves this store."""
+
+
+class ChatError(MnemoError):
+    """The chat endpoint could not give a usable answer."""

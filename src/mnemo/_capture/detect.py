@@ -26,7 +26,7 @@ How a message is read:
    schedule or a limit is retyped by the table's ``retype`` entries.
 5. A clause or sentence that reacts to the assistant's work (``reaction``: 你上次… / You keep…)
    and the instruction with it (in the same sentence or the next) become one ``feedback`` memory.
-6. A second stage (``_detect_model``), trained on the labelled sets, reads each detection in its
+6. A second stage (``detect_model``), trained on the labelled sets, reads each detection in its
    context: it drops the ones that only look like memories (a trigger word in a sentence that
    states nothing durable) and may change the type. It also reads the sentences no trigger
    fired in (not the questions, negatives and chit-chat) and keeps the few it judges to be
@@ -44,8 +44,8 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import detect_model as _detect_model
 from .._base.text import DATA, has_han
+from . import detect_model as _detect_model
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -284,7 +284,7 @@ def _negative_sentence(table: _Table, sentence: str) -> bool:
 def detect(text: str, *, role: str = "user", second_stage: bool = True) -> list[Detection]:
     """The memories worth keeping in one message (``role`` ``user`` or ``assistant``: the
     assistant's own words get a lower confidence). ``second_stage`` runs what the rules found
-    through the trained model of ``_detect_model`` (drop false alarms, better types)."""
+    through the trained model of ``detect_model`` (drop false alarms, better types)."""
     if not text or not text.strip():
         return []
     text = _blank_code(text)

@@ -1,4 +1,7 @@
-"""CLI commands for `mnemo context`, `log`, `mcp`, `hook`, `install`, `serve`, `pause`: assistant integration."""
+"""CLI commands for `mnemo context`, `log`, `pause`, `resume`, `install`, `uninstall`: assistant integration.
+
+(`mcp`, `hook` and `serve` start other surfaces, so they are wired in one layer up, in ``mnemo._entry``.)
+"""
 
 from __future__ import annotations
 
@@ -91,54 +94,6 @@ def resume_cmd(state: CLIState, session: str | None) -> None:
     state.emit(res, lambda: _render.line("injection resumed" + (" (still paused for every session)" if res["paused"] else "")))
 
 
-@command("mcp")
-def mcp_cmd(state: CLIState) -> None:
-    """Run the MCP server on stdio (for Claude Code, OpenCode or any MCP client)."""
-    from .._mcp.server import run_stdio
-
-    run_stdio(state)
-
-
-@command("hook")
-@click.argument("event", metavar="EVENT")
-def hook_cmd(state: CLIState, event: str) -> None:
-    """Handle a Claude Code hook: the event's JSON payload on stdin, Claude Code's hook answer on stdout.
-
-    EVENT is session-start, user-prompt, pre-compact, stop or session-end. Errors exit 1 (never 2,
-    which would block the user's prompt); MNEMO_DISABLE=1 makes it do nothing."""
-    from .._hooks.client import hook_main
-
-    sys.exit(hook_main(event, db=state.overrides["db"], stdin=sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin))
-
-
-@command("serve")
-@click.option("--idle", type=float, help="Exit after this many seconds without a request (default: serve_idle_seconds).")
-@click.option("--status", "show_status", is_flag=True, help="Only say whether a service serves this store.")
-@click.option("--stop", "stop_it", is_flag=True, help="Ask the running service to stop.")
-def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: bool) -> None:
-    """Keep the model and index warm for hooks (a local Unix socket; one per store; exits when idle)."""
-    from .._hooks import service as _serve
-
-    db = state.config.db
-    if show_status or stop_it:
-        res = _serve.status(db) if show_status else _serve.stop(db)
-        state.emit(res, lambda: _render.line(str(res)))
-        return
-    idle_s = idle if idle is not None else state.config["serve_idle_seconds"]
-    if idle_s <= 0:
-        raise click.UsageError("--idle must be more than 0 seconds")
-    from .._hooks.client import one_thread
-
-    one_thread(state.config)
-    with state.open() as m:
-        service = _serve.Service(m, db, idle_seconds=idle_s)
-        service.acquire()
-        if not state.as_json:
-            _render.err.print(f"serving {db} on {service.sock_path} (exits after {idle_s:g} s idle)")
-        res = service.run()
-    state.emit(res, lambda: _render.line(f"served {res['served']} requests in {res['seconds']} s"))
-
-
 @command("install")
 @click.argument("target", type=_TARGETS)
 @click.option("--project", "where", flag_value="project", help="This project's settings (default for opencode: global).")
@@ -178,7 +133,7 @@ def _show_install(report: dict[str, Any]) -> None:
 
 
 def _import_instructions(state: CLIState, directory: str | None) -> list[str]:
-    """Save CLAUDE.md / AGENTS.md of the project as project_context memories (ingest when available)."""
+    """Ingest CLAUDE.md / AGENTS.md of the project as project_context memories."""
     import os
 
     from .._settings.scope import project_root, project_scope
@@ -191,9 +146,6 @@ def _import_instructions(state: CLIState, directory: str | None) -> list[str]:
             path = root / name
             if not path.is_file():
                 continue
-            if hasattr(m, "ingest"):
-                m.ingest([str(path)], scope=scope, type="project_context")
-            else:
-                m.remember(path.read_text("utf-8")[:32_000], type="project_context", scope=scope, source=f"file:{path}")
+            m.ingest([str(path)], scope=scope, type="project_context")
             done.append(str(path))
     return done

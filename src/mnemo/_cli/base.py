@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import click
@@ -21,7 +18,7 @@ from .._settings import config as _config
 
 
 class _LazyRender:
-    """``_render`` imported on first use: Rich costs ~30 ms that a --json run never needs."""
+    """``render`` imported on first use: Rich costs ~30 ms that a --json run never needs."""
 
     def __getattr__(self, name: str) -> Any:
         from . import render as module
@@ -67,60 +64,17 @@ class CLIState:
         self.config = _config.load(self.overrides)
 
     def key(self, *, create: bool = False) -> str | None:
-        """The encryption key this store needs: none for a plaintext store; for an encrypted
-        one (or a new store when ``encrypt`` is on) from MNEMO_KEY, the keyring or the key file,
-        which ``create`` makes when there is none."""
-        from .._settings import keys as _keys
-        from .._stores.sqlite import is_encrypted
+        """The encryption key this store needs (see :func:`mnemo._settings.door.store_key`)."""
+        from .._settings.door import store_key
 
-        c = self.config
-        if c.db.startswith(("postgres://", "postgresql://")):
-            return None  # a PostgreSQL store has no file to encrypt: the server protects it
-        exists = os.path.exists(c.db) and os.path.getsize(c.db) > 0
-        if exists and not is_encrypted(c.db):
-            return None
-        if not exists and not c["encrypt"]:
-            return None
-        key = _keys.resolve(c.db, c.key_file)
-        if key is None and create and not exists:
-            key = _keys.create_key_file(c.key_file)
-            _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
-        if key is not None and key.warning:
-            _render.err.print(f"warning: {key.warning}")
-        return None if key is None else key.value
+        return store_key(self.config, create=create, notice=_render.err.print)
 
-    @contextmanager
-    def open(self, *, create: bool = False) -> Iterator[Any]:
-        """The store as a context manager. A store this command created is removed again if
-        the command then fails (bad input must not leave an empty store behind)."""
-        from .._core.mnemo import Mnemo
+    def open(self, *, create: bool = False) -> AbstractContextManager[Any]:
+        """The store as a context manager, through the front door (a store this command created
+        is removed again if the command then fails)."""
+        from .._settings.door import opened
 
-        c = self.config
-        existed = os.path.exists(c.db)
-        key = self.key(create=create)
-        m = Mnemo(
-            c.db,
-            model=c["model"],
-            scope=c["scope"],
-            create=create,
-            half_life_days=c["half_life_days"],
-            min_score=c["min_score"],
-            embed_base_url=c["embed_base_url"] or None,
-            threads=c["embed_threads"] or None,
-            key=key,
-            redactor=c.redactor(),
-            decay_days=c["decay_days"],
-            chat=c.chat(),
-        )
-        try:
-            yield m
-        except BaseException:
-            m.close()
-            if create and not existed and not c.db.startswith(("postgres://", "postgresql://")):
-                for suffix in ("", "-wal", "-shm"):
-                    Path(c.db + suffix).unlink(missing_ok=True)
-            raise
-        m.close()
+        return opened(self.config, create=create, notice=_render.err.print)
 
     def emit(self, data: Any, text: Callable[[], None]) -> None:
         if self.as_json:

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from .base import OPERATIONS, CLIState, _render, command  # noqa: F401
 from .._capture.transcript import FORMATS
+from .base import OPERATIONS, CLIState, _render, command  # noqa: F401
 
 OPERATIONS.update({"auto": "auto"})
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from .._settings import config as _config
-from .base import OPERATIONS, CLIState, _render, command, main_group
 from ..errors import ImportFormatError, MnemoError
+from .base import OPERATIONS, CLIState, _render, command, main_group
 
 __all__ = ["OPERATIONS", "CLIState", "command", "main", "main_group"]
 
@@ -44,7 +45,7 @@ def init_cmd(state: CLIState, encrypt: bool) -> None:
 
 def _store_exists(state: CLIState) -> bool:
     """Whether the configured store is already there: its file, or a database with mnemo's schema."""
-    from .._stores.open import is_url
+    from .._stores import is_url
     from ..errors import StoreMissingError
 
     if not is_url(state.config.db):
@@ -76,14 +77,22 @@ def encrypt_cmd(state: CLIState) -> None:
     state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories); key from {key.source}"))
 
 
-@command("decrypt")
-def decrypt_cmd(state: CLIState) -> None:
-    """Decrypt an encrypted store in place (new file, verified, then swapped in)."""
-    from .._stores.sqlite import convert, is_encrypted
+def _encrypted_store(state: CLIState, hint: str = "") -> Any:
+    """The settings of an existing encrypted store (decrypt and rekey need one), or a usage error."""
+    from .._stores.sqlite import is_encrypted
 
     c = state.config
     if not os.path.exists(c.db) or not is_encrypted(c.db):
-        raise click.UsageError(f"{c.db} is not an encrypted store")
+        raise click.UsageError(f"{c.db} is not an encrypted store{hint}")
+    return c
+
+
+@command("decrypt")
+def decrypt_cmd(state: CLIState) -> None:
+    """Decrypt an encrypted store in place (new file, verified, then swapped in)."""
+    from .._stores.sqlite import convert
+
+    c = _encrypted_store(state)
     report = convert(c.db, old_key=state.key(), new_key=None)
     state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories); the key is no longer needed"))
 
@@ -92,11 +101,9 @@ def decrypt_cmd(state: CLIState) -> None:
 def rekey_cmd(state: CLIState) -> None:
     """Change the key of an encrypted store (the new key goes to the key file, or comes from MNEMO_NEW_KEY)."""
     from .._settings import keys as _keys
-    from .._stores.sqlite import convert, is_encrypted
+    from .._stores.sqlite import convert
 
-    c = state.config
-    if not os.path.exists(c.db) or not is_encrypted(c.db):
-        raise click.UsageError(f"{c.db} is not an encrypted store (`mnemo encrypt` encrypts it)")
+    c = _encrypted_store(state, " (`mnemo encrypt` encrypts it)")
     old = _keys.resolve(c.db, c.key_file)
     if old is None:
         raise click.UsageError("no key found for this store (MNEMO_KEY, keyring or key file)")
@@ -255,22 +262,25 @@ def history_cmd(state: CLIState, memory_id: str) -> None:
     state.emit(events, lambda: _render.events(events))
 
 
+def _step(state: CLIState, step: Callable[[Any], Any], said: str) -> None:
+    """Run a one-memory lifecycle step (``forget``, ``restore``) and say what happened."""
+    with state.open() as m:
+        mem = step(m)
+    state.emit(mem.to_dict(), lambda: _render.line(said.format(id=mem.id)))
+
+
 @command("forget")
 @click.argument("memory_id")
 def forget_cmd(state: CLIState, memory_id: str) -> None:
     """Soft-delete a memory (mnemo restore brings it back)."""
-    with state.open() as m:
-        mem = m.forget(memory_id)
-    state.emit(mem.to_dict(), lambda: _render.line(f"forgot {mem.id} (restore with: mnemo restore {mem.id})"))
+    _step(state, lambda m: m.forget(memory_id), "forgot {id} (restore with: mnemo restore {id})")
 
 
 @command("restore")
 @click.argument("memory_id")
 def restore_cmd(state: CLIState, memory_id: str) -> None:
     """Undo a memory's last lifecycle step: un-forget, un-archive, un-supersede, un-merge or un-edit."""
-    with state.open() as m:
-        mem = m.restore(memory_id)
-    state.emit(mem.to_dict(), lambda: _render.line(f"restored {mem.id}"))
+    _step(state, lambda m: m.restore(memory_id), "restored {id}")
 
 
 @command("purge")
@@ -488,10 +498,7 @@ def demo_cmd(state: CLIState, keep: bool) -> None:
 
 
 # Feature command modules register themselves on import (capture, ingest, assistants).
-from . import assist as _cli_assist
-from . import capture as _cli_capture
-from . import ingest as _cli_ingest
-from . import team as _cli_team  # noqa: E402,F401
+from . import assist, capture, ingest, team  # noqa: E402,F401
 
 # ---------------------------------------------------------------- entry point
 
@@ -546,10 +553,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(getattr(exc, "exit_code", 0))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if getattr(exc, 'filename', None) else ''}", "OSError", 1, as_json)
-    except Exception as exc:  # e.g. an apsw error from a damaged file: still one line
-        import apsw
+    except Exception as exc:  # e.g. a driver error from a damaged file: still one line
+        from .._stores import is_database_error
 
-        if isinstance(exc, apsw.Error):
+        if is_database_error(exc):
             _fail(f"database error: {exc}", type(exc).__name__, 4, as_json)
         raise
 
@@ -563,6 +570,3 @@ def _fail(message: str, kind: str, code: int, as_json: bool, problems: list[tupl
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

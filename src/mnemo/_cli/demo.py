@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import render as _render
 from .._core.mnemo import Mnemo
+from . import render as _render
 
 SAMPLES: list[dict[str, Any]] = [
     {"content": "项目使用 FastAPI + PostgreSQL，消息队列用 Redis Stream", "type": "project_context", "scope": "project:demo", "tags": ["stack"]},
@@ -69,7 +69,7 @@ def run_demo(*, model: str = "e5", keep: bool = False, as_json: bool = False) ->
             report["export_markdown_lines"] = md.count("\n")
             if not as_json:
                 _render.out.print(_render.escape("\n".join(md.splitlines()[:12])) + "\n   …")
-        say(f"\nYour own memories live in the real store: [bold]mnemo init[/] creates it, [bold]mnemo save[/] fills it.")
+        say("\nYour own memories live in the real store: [bold]mnemo init[/] creates it, [bold]mnemo save[/] fills it.")
     finally:
         if keep:
             say(f"kept the demo store: {folder / 'demo.db'}")

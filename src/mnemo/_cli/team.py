@@ -1,8 +1,8 @@
 """Team commands: ``mnemo migrate`` (copy a store between SQLite and PostgreSQL, either way) and
 ``mnemo visibility`` (which of your scopes on a shared PostgreSQL store are private to you).
 
-Both work on stores rather than on memories (like ``encrypt``), so they are not ``Mnemo``
-operations and add nothing to ``OPERATIONS``.
+``migrate`` works on stores rather than on memories (like ``encrypt``), so it is not a ``Mnemo``
+operation; ``visibility`` is (``Mnemo.visibility``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from typing import Any
 
 import click
 
-from .base import CLIState, _render, command
+from .base import OPERATIONS, CLIState, _render, command
+
+OPERATIONS.update({"visibility": "visibility"})
 
 
 def _open(target: str, *, create: bool, key: str | None = None) -> Any:
@@ -29,7 +31,7 @@ def migrate_cmd(state: CLIState, to: str, from_: str | None) -> None:
     Memories (every status), history, relations, ingested sources, the injection log and — when
     the embedding model matches — vectors are copied; then every memory is verified by content
     hash. Idempotent: running it again copies only what is new."""
-    from .._stores.open import copy_store
+    from .._stores.copy import copy_store
 
     source = from_ or state.config.db
     if source == to:
@@ -63,16 +65,8 @@ def visibility_cmd(state: CLIState, scope: str | None, mode: str | None) -> None
 
     Private memories are hidden from every other database role by PostgreSQL's row-level
     security. Without arguments, shows who you are and your private scopes."""
-    from .._base.models import check_scope
-
+    if scope is not None and mode is None:
+        raise click.UsageError("say private or shared, e.g. `mnemo visibility project:notes private`")
     with state.open() as m:
-        store = m.store
-        if not hasattr(store, "set_private_scope"):
-            raise click.UsageError("visibility is for PostgreSQL team stores (--db postgresql://…); a SQLite file is private to its owner")
-        if scope is not None:
-            if mode is None:
-                raise click.UsageError("say private or shared, e.g. `mnemo visibility project:notes private`")
-            with store.transaction():
-                store.set_private_scope(check_scope(scope), mode == "private")
-        info = {"role": store.whoami(), "private_scopes": store.private_scopes()}
+        info = m.visibility(scope, None if mode is None else mode == "private")
     state.emit(info, lambda: _render.line(f"role {info['role']}; private scopes: {', '.join(info['private_scopes']) or 'none'}"))

@@ -5,7 +5,7 @@
 
 Two extractors produce candidate memories:
 
-* the **rule detector** (``mnemo._detect``, the default): local, no network, well under a
+* the **rule detector** (``mnemo._capture.detect``, the default): local, no network, well under a
   millisecond per message;
 * the **LLM extractor** (opt-in, ``llm=True``): the configured OpenAI-compatible chat endpoint
   reads the redacted conversation and answers JSON, validated against a schema. Daily budgets
@@ -32,12 +32,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._capture import detect as _detect
 from .._base.models import MEMORY_TYPES, format_time, utcnow
-from .._privacy.redact import _PRIVATE  # the redactor's own definition of a <private> span (unclosed: to the end)
 from .._base.text import has_han
 from .._base.tokens import estimate_tokens
+from .._capture import detect as _detect
 from .._capture.transcript import Message, detect_format, parse, parse_claude_lines, parse_messages
+from .._privacy.redact import _PRIVATE  # the redactor's own definition of a <private> span (unclosed: to the end)
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:

@@ -266,17 +266,38 @@ class ContextOps:
         value = self.store.get_session_value(session, key)
         return [str(v) for v in value] if isinstance(value, list) else []
 
-    def _session_note(self: "Mnemo", session: str, key: str, value: Any) -> None:
-        """Keep a small JSON value for an assistant session (hooks' bookkeeping; None deletes it)."""
-        with self.store.transaction():
-            self.store.set_session_value(session, key, value, format_time(utcnow()))
+    def before_compaction(self: "Mnemo", session: str) -> int:
+        """An assistant is about to compact ``session``'s context (its PreCompact hook): keep the
+        memories injected so far, so that they can come back after it; returns how many."""
+        injected = self._session_value(session, "injected") or []
+        self._session_note(session, "before_compact", injected)
+        self._session_note(session, "injected", None)
+        self._session_note(session, "pending_key", True)
+        return len(injected)
 
-    def _prune_sessions(self: "Mnemo", days: float = 30.0) -> int:
-        """Drop the bookkeeping of sessions untouched for ``days`` (hooks call it at session start)."""
+    def after_compaction(self: "Mnemo", session: str) -> list[str] | None:
+        """The memories to inject again after ``session`` was compacted, or None when no
+        compaction is pending (each compaction is answered once: this clears it). An empty list
+        still means "compacted": the scope's key memories go back in."""
+        if not self._session_value(session, "pending_key") and self._session_value(session, "before_compact") is None:
+            return None
+        ids = list(self._session_value(session, "before_compact") or [])
+        self._session_note(session, "before_compact", None)
+        self._session_note(session, "pending_key", None)
+        return ids
+
+    def prune_sessions(self: "Mnemo", days: float = 30.0) -> int:
+        """Drop the bookkeeping of assistant sessions untouched for ``days`` (hooks call it at
+        session start: old sessions' "already injected" lists are never needed again)."""
         from datetime import timedelta
 
         with self.store.transaction():
             return self.store.prune_sessions(format_time(utcnow() - timedelta(days=days)))
+
+    def _session_note(self: "Mnemo", session: str, key: str, value: Any) -> None:
+        """Keep a small JSON value for an assistant session (hooks' bookkeeping; None deletes it)."""
+        with self.store.transaction():
+            self.store.set_session_value(session, key, value, format_time(utcnow()))
 
     def _session_value(self: "Mnemo", session: str, key: str) -> Any:
         """A value kept with :meth:`_session_note`, or None."""

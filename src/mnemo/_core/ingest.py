@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base import text as _text
-from .._ingest.chunk import (DEFAULT_CHUNK_CHARS, Chunk, check_chunk_chars, chunk_markdown, chunk_text, embed_prefix, first_heading,
-                     parse_front_matter)
-from .._ingest.docs import DEFAULT_MAX_BYTES, Document, document_time, read_document, walk
 from .._base.models import check_scope, check_tags, check_type, format_time, utcnow
+from .._ingest.chunk import DEFAULT_CHUNK_CHARS, Chunk, check_chunk_chars, chunk_markdown, chunk_text, embed_prefix, first_heading, parse_front_matter
+from .._ingest.docs import DEFAULT_MAX_BYTES, Document, document_time, read_document, walk
 from ..errors import IngestError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ class IngestOps:
 
     def watch(self: "Mnemo", folder: str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
         """Watch ``folder`` and ingest files as they appear or change, until stopped; see
-        :func:`mnemo._watch.watch_folder` for the options."""
+        :func:`mnemo._ingest.watch.watch_folder` for the options."""
         from .._ingest.watch import watch_folder
 
         return watch_folder(self, folder, **kwargs)
@@ -202,30 +201,23 @@ class IngestOps:
         replaced = [m for ms in unused.values() for m in ms]
         prepared = [self._prepare(r) for r in fresh_records]
         run.timings["chunk"] += time.perf_counter() - t0
-        from .mnemo import embed_text
-
-        self._check_model()
-        with self._lock:
+        with self._lock:  # every batch of this file under one lock: no other write interleaves
             written: list[Any] = []
             batches = [prepared[i: i + BATCH] for i in range(0, len(prepared), BATCH)] or [[]]
             for n, batch in enumerate(batches):
                 t0 = time.perf_counter()
-                texts = [embed_text(m) for m in batch]
-                hashes, _, fresh = self._vectors(texts) if texts else ([], {}, {})
-                run.timings["embed"] += time.perf_counter() - t0
-                t0 = time.perf_counter()
-                tokens = [_text.index_tokens(t) for t in texts]
                 # one transaction per batch; the last also records the source, so a small file
                 # is one commit and a crash never leaves a source row without its chunks
-                with self.store.transaction():
-                    self._store_vectors(fresh)
-                    for mem, h, tok in zip(batch, hashes, tokens):
-                        self.store.insert(mem, embed_hash=h, tokens=tok, cause="ingest")
+                with self._writing(batch, cause="ingest") as rows:
+                    t1 = time.perf_counter()
+                    run.timings["embed"] += t1 - t0
+                    for _, _, insert in rows:
+                        insert()
                     written.extend(batch)
                     if n == len(batches) - 1:
                         self._finish_source(key, parsed, written, replaced, existing, size=size, mtime=mtime,
                                             content_hash=content_hash, scope=scope, type=type, chunk_chars=chunk_chars, extra=extra)
-                run.timings["store"] += time.perf_counter() - t0
+                run.timings["store"] += time.perf_counter() - t1
         run.report["chunks"] += len(written)
         run.report["superseded"] += len(replaced)
         run.done(key, "updated" if existing is not None and existing["status"] == "active" else "new", len(parsed.records),

@@ -3,7 +3,7 @@ and archive. A mixin of :class:`mnemo.Mnemo`, kept apart to keep modules small.
 
 Nothing here deletes: merges keep the merged text in the history (so they can be undone),
 superseded and archived memories stay in the store, and ``restore`` reverts a memory's last
-lifecycle step. ``purge`` (in ``_maintenance``) is the only hard delete.
+lifecycle step. ``purge`` (in ``maintenance``) is the only hard delete.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base import text as _text
-from .._base.models import Memory, embed_text, check_scope, check_tags, check_type, check_unit, format_time, parse_duration, parse_time, utcnow
+from .._base.models import Memory, check_scope, check_tags, check_type, check_unit, embed_text, format_time, parse_duration, parse_time, utcnow
+from .._stores.base import Filters
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class LifecycleOps:
     def _decide(self: "Mnemo", mem: Memory, vec: np.ndarray, verdicts: dict[tuple[str, str], str] | None = None) -> Decision:
         """Compare a new memory with its nearest active neighbours in the same scope (inside the
         write transaction, so concurrent writers see each other), by the pair rules of
-        :mod:`mnemo._pairs`: never merge or supersede across two subjects of one template; merge
+        :mod:`mnemo._lifecycle.pairs`: never merge or supersede across two subjects of one template; merge
         only what adds nothing; supersede only a same-subject change the conflict rules see;
         flag what they suspect but cannot place as a possible conflict (kept, linked, listed by
         ``review``); link only above the model's calibrated margin.
@@ -77,9 +78,8 @@ class LifecycleOps:
         from .._lifecycle.pairs import adds_nothing, diff, other_facts, other_subject, replaces, shares_topic
 
         idx = self._fresh_index()
-        mask = idx.mask(scopes=[mem.scope], types=None, statuses=("active",), since=None, until=None)
         cal = self.embedder.calibration
-        found_n = idx.search(vec, NEIGHBOURS, mask)
+        found_n = idx.search(vec, NEIGHBOURS, Filters(scopes=[mem.scope], statuses=("active",)))
         if not found_n:
             return Decision("created")
         margins = self._margins(vec, idx.vectors([pk for pk, _ in found_n]))

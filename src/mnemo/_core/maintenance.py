@@ -14,12 +14,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .._capture import detect_model as _detect_model
 from .._base import text as _text
-from .._base.models import embed_text
+from .._base.models import STATUSES, Memory, check_scope, embed_text, format_time, parse_time, utcnow
+from .._capture import detect_model as _detect_model
 from .._stores.base import Filters
-from .._stores.sqlite_schema import LATEST_VERSION
-from .._base.models import STATUSES, Memory, format_time, parse_time, utcnow
 from ..errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
 
 if TYPE_CHECKING:
@@ -149,23 +147,17 @@ class MaintenanceOps:
         """Embed (what is not cached) and insert prepared ``(memory, extra fields, has_id)`` in one
         transaction; returns how many were inserted. The idempotence check is repeated inside the
         transaction, because another process may be importing the same file at the same time."""
-        self._check_model()
-        with self._lock:
-            texts = [embed_text(m) for m, _, _ in batch]
-            hashes, _, fresh = self._vectors(texts)
-            tokens = [_text.index_tokens(t) for t in texts]
-            inserted = 0
-            with self.store.transaction():
-                self._store_vectors(fresh)
-                for (mem, extra, has_id), h, tok in zip(batch, hashes, tokens):
-                    if self.store.pk_of(mem.id) is not None:
-                        continue
-                    if not has_id and self.store.existing_hashes([(mem.content_hash, mem.scope)]):
-                        continue
-                    for key, value in extra.items():
-                        setattr(mem, key, value)
-                    self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
-                    inserted += 1
+        inserted = 0
+        with self._writing([mem for mem, _, _ in batch], cause=cause) as rows:
+            for (mem, vector, insert), (_, extra, has_id) in zip(rows, batch):
+                if self.store.pk_of(mem.id) is not None:
+                    continue
+                if not has_id and self.store.existing_hashes([(mem.content_hash, mem.scope)]):
+                    continue
+                for key, value in extra.items():
+                    setattr(mem, key, value)
+                insert()
+                inserted += 1
         return inserted
 
     # ------------------------------------------------------------ reindex
@@ -258,6 +250,23 @@ class MaintenanceOps:
 
     # ------------------------------------------------------------ doctor
 
+    def visibility(self: "Mnemo", scope: str | None = None, private: bool | None = None) -> dict[str, Any]:
+        """On a PostgreSQL team store: make ``scope`` private to this database role (``private``
+        True) or shared with the team again (False); without arguments, only report. Returns
+        ``{"role", "private_scopes"}``. Private memories are hidden from every other role by
+        PostgreSQL's row-level security; a SQLite file is private to its owner already."""
+        from .._stores import is_url
+
+        if not is_url(self.store.url):
+            raise InvalidInputError("visibility is for PostgreSQL team stores (--db postgresql://…); a SQLite file is private to its owner")
+        store: Any = self.store  # the PostgreSQL store's team methods
+        if scope is not None:
+            if private is None:
+                raise InvalidInputError("say private or shared, e.g. `mnemo visibility project:notes private`")
+            with store.transaction():
+                store.set_private_scope(check_scope(scope), private)
+        return {"role": store.whoami(), "private_scopes": store.private_scopes()}
+
     def doctor(self: "Mnemo") -> list[dict[str, str]]:
         """Self-check. Each entry: ``check``, ``status`` (ok · warn · fail), ``detail``, ``fix``."""
         out: list[dict[str, str]] = []
@@ -265,8 +274,8 @@ class MaintenanceOps:
         def add(check: str, ok: bool | None, detail: str, fix: str = "") -> None:
             out.append({"check": check, "status": "ok" if ok else ("warn" if ok is None else "fail"), "detail": detail, "fix": "" if ok else fix})
 
-        version = self.store.schema_version
-        add("schema", version == LATEST_VERSION, f"schema version {version} (this mnemo: {LATEST_VERSION})", "upgrade mnemo")
+        version, latest = self.store.schema_versions()  # each backend numbers its own migrations
+        add("schema", version == latest, f"schema version {version} (this mnemo: {latest})", "upgrade mnemo")
         problems = self.store.integrity_problems()
         add("integrity", not problems, "SQLite quick_check ok" if not problems else "; ".join(problems[:3]),
             "restore from a backup, or `mnemo export` what is readable and import it into a new store")

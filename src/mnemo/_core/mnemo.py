@@ -8,23 +8,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._base import text as _text
-from .capture import CaptureOps
-from .._llm.chat import ChatClient
-from .context import ContextOps
-from .._recall.embed import Calibration, Embedder, make_embedder
-from .ingest import IngestOps
-from .lifecycle import LifecycleOps, parse_expiry
-from .maintenance import MaintenanceOps
 from .._base.models import (
-    embed_text,
     GLOBAL_SCOPE,
     MAX_CONTENT_CHARS,
     STATUSES,
@@ -36,17 +28,25 @@ from .._base.models import (
     check_tags,
     check_type,
     check_unit,
+    embed_text,
     format_time,
     new_id,
     parse_time,
     utcnow,
 )
-from .._recall.rank import Weights, score_candidates
+from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
-from .._stores.open import open_store
-from .._stores.base import Filters, Store, VectorSearch
+from .._recall.embed import Calibration, Embedder, make_embedder
+from .._recall.rank import Weights, score_candidates
 from .._recall.vindex import VectorIndex
+from .._stores.base import Filters, Store, VectorSearch
+from .._stores.open import open_store
 from ..errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
+from .capture import CaptureOps
+from .context import ContextOps
+from .ingest import IngestOps
+from .lifecycle import LifecycleOps, parse_expiry
+from .maintenance import MaintenanceOps
 
 #: lexical-only ranking needs no model calibration
 _NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
@@ -69,7 +69,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     ``global``. ``create=False`` refuses to create a missing store. ``key`` opens (or creates)
     an encrypted store. ``redactor`` masks secrets and personal data in everything written and
     every query before it is stored, embedded or indexed (``True``: the default detectors;
-    a :class:`~mnemo._redact.Redactor` to configure them; ``False`` to turn redaction off).
+    a :class:`~mnemo._privacy.redact.Redactor` to configure them; ``False`` to turn redaction off).
     ``chat`` (an OpenAI-compatible endpoint, off by default) judges unclear write-time decisions
     and writes consolidation summaries; without it, rules and extractive summaries are used.
     """
@@ -208,7 +208,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
 
         With ``dedup`` (conversational writes), a repeat or near-repeat in the same scope is
         merged into the existing memory, a similar one is linked ``related``, and one that
-        replaces an existing statement supersedes it (see ``mnemo._lifecycle``). ``expires`` is
+        replaces an existing statement supersedes it (see ``mnemo._core.lifecycle``). ``expires`` is
         a duration (``30d``) or a date after which it is not recalled until confirmed."""
         return self.remember_many(
             [
@@ -226,34 +226,55 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         the memory it replaces is now superseded). An exact repeat is always merged; the other
         decisions only happen with ``dedup``."""
         prepared = [self._prepare(r) for r in records]
+        out: list[tuple[Memory, str]] = []
+        verdicts: dict[str, Any] = {}
+
+        def prejudge(vectors: list[np.ndarray]) -> None:  # an LLM judge (when configured), before the write lock
+            verdicts.update(self._prejudge(prepared, vectors))
+
+        with self._writing(prepared, cause=cause, before=prejudge if dedup else None) as rows:
+            for mem, vector, insert in rows:
+                existing = self.store.find_by_hash(mem.content_hash, mem.scope) if _merge_exact else None
+                if existing is not None:
+                    out.append((self._merge_into(existing, mem, similarity=1.0, cause="exact repeat"), "merged"))
+                    continue
+                if self.store.pk_of(mem.id) is not None:
+                    raise InvalidInputError(f"a memory with id {mem.id} already exists")
+                decision = None
+                if dedup:
+                    decision = self._decide(mem, vector, verdicts)
+                    if decision.action == "merged" and decision.target is not None:
+                        out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
+                        continue
+                insert()
+                if decision is not None:
+                    self._apply_decision(decision, mem)
+                out.append((mem, decision.action if decision is not None else "created"))
+        return out
+
+    @contextmanager
+    def _writing(self, mems: Sequence[Memory], *, cause: str,
+                 before: Callable[[list[np.ndarray]], None] | None = None) -> Iterator[list[tuple[Memory, np.ndarray, Callable[[], None]]]]:
+        """The one write path every write takes (save, import, ingest, auto, MCP, hooks): the
+        memories arrive prepared (checked and redacted by :meth:`_prepare`); here they are embedded
+        (through the cache, each distinct text once), their full-text tokens made, then one
+        transaction stores the new vectors and yields ``(memory, vector, insert)`` for each, so
+        the caller decides per memory (merge, skip, supersede) and calls ``insert()`` to write it.
+        ``before`` sees the vectors first, outside the transaction (an LLM judge is slow)."""
         self._check_model()
         with self._lock:
-            texts = [embed_text(m) for m in prepared]
-            hashes, vectors, fresh = self._vectors(texts)
+            texts = [embed_text(m) for m in mems]
+            hashes, vectors, fresh = self._vectors(texts) if texts else ([], {}, {})
             tokens = [_text.index_tokens(t) for t in texts]
-            out: list[tuple[Memory, str]] = []
-            # an LLM judge (when configured) is asked before the write lock is taken
-            verdicts = self._prejudge(prepared, [vectors[h] for h in hashes]) if dedup else {}
+            if before is not None:
+                before([vectors[h] for h in hashes])
             with self.store.transaction():
                 self._store_vectors(fresh)
-                for mem, h, tok in zip(prepared, hashes, tokens):
-                    existing = self.store.find_by_hash(mem.content_hash, mem.scope) if _merge_exact else None
-                    if existing is not None:
-                        out.append((self._merge_into(existing, mem, similarity=1.0, cause="exact repeat"), "merged"))
-                        continue
-                    if self.store.pk_of(mem.id) is not None:
-                        raise InvalidInputError(f"a memory with id {mem.id} already exists")
-                    decision = None
-                    if dedup:
-                        decision = self._decide(mem, vectors[h], verdicts)
-                        if decision.action == "merged" and decision.target is not None:
-                            out.append((self._merge_into(decision.target, mem, similarity=decision.similarity, cause="near repeat"), "merged"))
-                            continue
-                    self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
-                    if decision is not None:
-                        self._apply_decision(decision, mem)
-                    out.append((mem, decision.action if decision is not None else "created"))
-        return out
+
+                def inserter(mem: Memory, h: str, tok: str) -> Callable[[], None]:
+                    return lambda: self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
+
+                yield [(mem, vectors[h], inserter(mem, h, tok)) for mem, h, tok in zip(mems, hashes, tokens)]
 
     def _clean_query(self, query: str) -> str:
         """A query is embedded (perhaps by an endpoint) like any text, so it is redacted too."""
@@ -299,7 +320,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         prefix = r.get("embed_prefix")
         if prefix:
             # a document chunk is embedded and indexed under its title and heading path, while
-            # the stored content stays the original text (see mnemo._chunk)
+            # the stored content stays the original text (see mnemo._ingest.chunk)
             if not isinstance(prefix, str):
                 raise InvalidInputError("embed_prefix must be a string")
             metadata = {**metadata, "embed_prefix": self._redacted_prefix(prefix)}
@@ -403,7 +424,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         _qvec: np.ndarray | None = None,
     ) -> list[Hit]:
         """Find the memories relevant to ``query``: hybrid full-text + vector search, fused and
-        scored (see ``mnemo._rank``). Returns at most ``top_k`` hits above the relevance floor.
+        scored (see ``mnemo._recall.rank``). Returns at most ``top_k`` hits above the relevance floor.
         ``touch=False`` does not count the recall as an access (benchmarks, scripts). Superseded,
         archived and expired memories are left out unless asked for; ``expand`` adds each hit's
         ``related`` memories after it, each marked with ``via`` (the hit it is linked to) and
@@ -436,12 +457,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                 idx = self._fresh_index()
                 qvec = _qvec if _qvec is not None else self._embed([query], query=True)[0]
                 baseline = float(np.mean(self._anchors() @ qvec))
-                mask = idx.mask(
-                    scopes=filters.scopes, types=filters.types, statuses=filters.statuses,
-                    since=parse_time(filters.since).timestamp() if filters.since else None,
-                    until=parse_time(filters.until).timestamp() if filters.until else None,
-                )
-                cosines = dict(idx.search(qvec, k_cand, mask))
+                cosines = dict(idx.search(qvec, k_cand, filters))  # every filter applied inside the scan
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm

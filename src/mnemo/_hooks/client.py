@@ -6,8 +6,8 @@ modules, never numpy, apsw, click or rich. When no service answers, it starts on
 background (detached, so the hook never waits for a model to load) and handles the event
 in-process this time.
 
-``launch`` is the ``mnemo`` console script: ``mnemo hook …`` is dispatched here before the
-click CLI (and its imports) is loaded; everything else goes to :func:`mnemo.cli.main`.
+The ``mnemo`` console script (:func:`mnemo.__main__.launch`) sends ``mnemo hook …`` here before
+the click CLI (and its imports) is loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import os
 import socket
 import sys
 from typing import Any
+
+from .._stores import is_url
 
 #: the most a hook reads from stdin (a prompt with a pasted file can be large, not unbounded)
 MAX_PAYLOAD = 8 * 1024 * 1024
@@ -48,12 +50,8 @@ def runtime_dir() -> str:
     return base
 
 
-def _is_url(db: str) -> bool:
-    return "://" in db  # a PostgreSQL store
-
-
 def _digest(db: str) -> str:
-    return hashlib.sha1((db if _is_url(db) else os.path.realpath(db)).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1((db if is_url(db) else os.path.realpath(db)).encode("utf-8")).hexdigest()[:16]
 
 
 def socket_path(db: str) -> str:
@@ -64,7 +62,7 @@ def socket_path(db: str) -> str:
 def lock_path(db: str) -> str:
     """The service's lock/pid file, next to a store file (in the private folder for a database
     URL): held with ``flock`` while it serves."""
-    if _is_url(db):
+    if is_url(db):
         return os.path.join(runtime_dir(), f"{_digest(db)}.serve")
     return os.path.realpath(db) + ".serve"
 
@@ -157,7 +155,8 @@ def hook_main(event: str, *, db: str | None = None, stdin: Any = None) -> int:
 
 
 def _hook(event: str, *, db: str | None, stdin: Any) -> int:
-    from .handlers import PayloadError, check_payload
+    from ..errors import PayloadError
+    from .handlers import check_payload
 
     raw = (stdin or sys.stdin.buffer).read(MAX_PAYLOAD + 1)
     if _truthy(os.environ.get("MNEMO_DISABLE")):
@@ -181,7 +180,7 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
         sys.stderr.write(f"mnemo hook {event}: {exc}\n")
         return 1
     path = cfg.db
-    if not _is_url(path) and not os.path.exists(path):
+    if not is_url(path) and not os.path.exists(path):
         sys.stderr.write(f"mnemo: no store at {path} yet (`mnemo init` creates it); nothing to do\n")
         return 0
     settings = {"context_top_k": cfg["context_top_k"], "context_budget_tokens": cfg["context_budget_tokens"], "scope": list(cfg.raw_scope)}
@@ -203,14 +202,15 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
 
 def _in_process(event: str, payload: dict[str, Any], settings: dict[str, Any], db: str | None) -> dict[str, Any]:
     """Handle the event in this process (no service): open the store, run the hook, close it."""
-    from .._cli.base import CLIState
-    from .handlers import run_hook
+    from .._settings import config as _config
+    from .._settings.door import opened
     from ..errors import MnemoError, StoreMissingError
+    from .handlers import run_hook
 
     try:
-        state = CLIState(True, db, None)
-        one_thread(state.config)
-        with state.open() as m:
+        config = _config.load({"db": db})
+        one_thread(config)
+        with opened(config) as m:
             return run_hook(m, event, payload, settings)
     except StoreMissingError as exc:  # a database without a mnemo store yet, like a missing file
         return {"stderr": f"mnemo: {exc}; nothing to do\n", "exit": 0}
@@ -227,20 +227,3 @@ def one_thread(config: Any) -> None:
     little from more threads."""
     if config.origins.get("embed_threads") == "default":
         config.values["embed_threads"] = 1
-
-
-def launch() -> None:
-    """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
-    argv = sys.argv[1:]
-    if len(argv) >= 4 and argv[0] == "--db" and argv[2] == "hook":  # `mnemo --db PATH hook EVENT`: the same fast path
-        argv = [argv[2], argv[3], "--db", argv[1], *argv[4:]]
-    if len(argv) >= 2 and argv[0] == "hook" and not any(a.startswith("-") for a in argv[1:2]) and "--help" not in argv and "-h" not in argv:
-        rest = argv[2:]
-        db = None
-        if len(rest) == 2 and rest[0] == "--db":
-            db, rest = rest[1], []
-        if not rest:
-            sys.exit(hook_main(argv[1], db=db))
-    from .._cli.commands import main
-
-    main()

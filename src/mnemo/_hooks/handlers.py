@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MnemoError
+from ..errors import MnemoError, PayloadError
 
 if TYPE_CHECKING:
     from .._core.mnemo import Mnemo
@@ -39,9 +39,6 @@ EVENTS = {
 #: events that put text into the model's context
 INJECTING = ("session-start", "user-prompt")
 
-
-class PayloadError(ValueError):
-    """The hook's stdin is not a Claude Code hook payload."""
 
 
 def check_payload(event: str, payload: Any) -> dict[str, Any]:
@@ -91,24 +88,19 @@ def run_hook(m: "Mnemo", event: str, payload: dict[str, Any], settings: dict[str
     surface = f"{'opencode' if payload.get('mnemo_client') == 'opencode' else 'claude-code'}:{event}"
     out: dict[str, Any] = {"stdout": "", "stderr": "", "exit": 0, "memory_ids": [], "scope": scope}
     if event == "session-start":
-        m._prune_sessions()  # old sessions' "already injected" lists are never needed again
-        extra = None
-        if session and payload.get("source") == "compact":
-            extra = m._session_value(session, "before_compact") or None
-            m._session_note(session, "before_compact", None)
-            m._session_note(session, "pending_key", None)
+        m.prune_sessions()
+        # after a compaction, what was injected before comes back (ranked with the key memories)
+        extra = (m.after_compaction(session) or None) if session and payload.get("source") == "compact" else None
         res = m.context(None, scope=scope, session=session, top_k=top_k + 3, budget_tokens=int(budget * 1.5),
                         surface=surface, extra_ids=extra)
         out.update(stdout=answer(event, res["text"]), memory_ids=[x["id"] for x in res["memories"]])
     elif event == "user-prompt":
         prompt = payload["prompt"]
         texts, ids = [], []
-        if session and m._session_value(session, "pending_key"):
-            # compaction happened and no SessionStart(compact) re-injected: do it now
-            extra = m._session_value(session, "before_compact") or None
-            m._session_note(session, "before_compact", None)
-            m._session_note(session, "pending_key", None)
-            res = m.context(None, scope=scope, session=session, top_k=top_k, budget_tokens=budget, surface=surface, extra_ids=extra)
+        pending = m.after_compaction(session) if session else None
+        if pending is not None:  # compaction happened and no SessionStart(compact) re-injected: do it now
+            res = m.context(None, scope=scope, session=session, top_k=top_k, budget_tokens=budget, surface=surface,
+                            extra_ids=pending or None)
             texts.append(res["text"])
             ids += [x["id"] for x in res["memories"]]
         if prompt.strip():
@@ -118,10 +110,7 @@ def run_hook(m: "Mnemo", event: str, payload: dict[str, Any], settings: dict[str
         out.update(stdout=answer(event, "\n".join(t for t in texts if t)), memory_ids=ids)
     elif event == "pre-compact":
         if session:
-            injected = m._session_value(session, "injected") or []
-            m._session_note(session, "before_compact", injected)
-            m._session_note(session, "injected", None)
-            m._session_note(session, "pending_key", True)
+            m.before_compaction(session)
     else:  # stop, session-end
         out.update(capture(m, payload, session=session, scope=scope))
     return out
@@ -132,13 +121,10 @@ def capture(m: "Mnemo", payload: dict[str, Any], *, session: str | None, scope: 
     path = payload.get("transcript_path")
     if not path:
         return {"stderr": "mnemo: no transcript_path in the payload; nothing to capture\n"}
-    auto_transcript = getattr(m, "auto_transcript", None)
-    if auto_transcript is None:  # the capture feature is not in this build
-        return {"stderr": "mnemo: transcript capture is not available in this version\n"}
     if not os.path.isfile(path):
         return {"stderr": f"mnemo: transcript {path} does not exist; nothing to capture\n"}
     try:
-        report = auto_transcript(path, session=session, scope=scope, background=True)
+        report = m.auto_transcript(path, session=session, scope=scope, background=True)
     except MnemoError as exc:
         return {"stderr": f"mnemo: capture failed: {exc}\n", "exit": 1}
     return {"capture": report}

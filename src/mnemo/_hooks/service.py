@@ -5,7 +5,7 @@ its pid and socket) for as long as it runs, so a second one exits at once. It li
 socket in a private 0700 folder (only this user can connect; nothing listens on the network),
 answers one JSON request per connection, and exits after ``idle_seconds`` without a request
 (or on SIGTERM / a ``stop`` request), removing its socket. Hooks start it on demand, detached
-(:mod:`mnemo._hookclient`), and work in-process when it is not there.
+(:mod:`mnemo._hooks.client`), and work in-process when it is not there.
 
 Requests: ``{"op": "ping"}``, ``{"op": "hook", "event", "payload", "settings"}``,
 ``{"op": "stop"}``. Replies are one JSON object per line.
@@ -21,18 +21,16 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._stores import is_url
+from ..errors import AlreadyServing, MnemoError, PayloadError
 from .client import lock_path, socket_path
-from .handlers import PayloadError, run_hook
-from ..errors import MnemoError, StoreError
+from .handlers import run_hook
 
 if TYPE_CHECKING:
     from .._core.mnemo import Mnemo
 
 MAX_REQUEST = 16 * 1024 * 1024
 
-
-class AlreadyServing(StoreError):
-    """Another service already serves this store."""
 
 
 class Service:
@@ -51,7 +49,7 @@ class Service:
 
     def _file_identity(self) -> tuple[int, int] | None:
         """The store file's (device, inode): `encrypt`, `decrypt` and `rekey` swap in a new file."""
-        if "://" in self.db:
+        if is_url(self.db):
             return None
         try:
             st = os.stat(self.db)

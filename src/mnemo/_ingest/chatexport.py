@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .chunk import sentence_spans
 from ..errors import IngestError
+from .chunk import sentence_spans
 
 #: messages further apart than this start a new window
 GAP = timedelta(minutes=30)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .docs import KINDS
 from ..errors import InvalidInputError, MnemoError
+from .docs import KINDS
 
 if TYPE_CHECKING:
     from .._core.mnemo import Mnemo

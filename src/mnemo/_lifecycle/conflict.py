@@ -64,7 +64,7 @@ _CHANGE = tuple(
         ("replaced|supersed", rf"(?P<from>[\w.+#-]+) (?:(?:is|was|has been|have been|got|were|are) )?(?:replaced|superseded) (?:by|with) (?P<to>{_ANY})"),
         ("instead of|rather than", rf"(?:(?:use|uses|using|with) )?(?P<to>[\w.+#-]+(?: [\w.+#-]+)?) (?:instead of|rather than) (?P<from>{_ANY})"),
         ("prefer", rf"\bprefer(?:s|red)? (?P<to>{_C}{{1,30}}?) over (?P<from>{_ANY})"),
-        (" not | never ", rf"\b(?:use|using|prefer|choose|pick) (?P<to>[\w.+#-]+)\b[^;.!?。；！？\n]{{0,30}}? (?:not|never) (?P<from>[\w.+#-]+)"),
+        (" not | never ", r"\b(?:use|using|prefer|choose|pick) (?P<to>[\w.+#-]+)\b[^;.!?。；！？\n]{0,30}? (?:not|never) (?P<from>[\w.+#-]+)"),
         ("不要|别|不", rf"用\s*(?P<to>{_C}{{1,12}}?)\s*[,，]\s*(?:不要|别|不)再?用\s*(?P<from>{_C}{{1,12}})"),
         ("went|rose|fell|grew|climbed|dropped", rf"\b(?:went (?:up|down)|rose|fell|grew|climbed|dropped)(?: \w+){{0,2}}? to (?P<to>{_ANY})"),
         # "from now on, answer in Chinese" / "以后请用中文回答": the whole instruction is the new value

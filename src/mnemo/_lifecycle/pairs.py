@@ -6,7 +6,7 @@ duplicate line, while a wrong merge or a wrong supersede removes a fact from rec
 * **merge** only when the new statement adds nothing: every number and name of it is in the old
   one, it negates what the old one negates, and its other words are the old one's or stand in
   place of them (at most half, none where the value sits), above the model's merge margin;
-* **supersede** only when the conflict rules (:mod:`mnemo._conflict`) see a new value or a
+* **supersede** only when the conflict rules (:mod:`mnemo._lifecycle.conflict`) see a new value or a
   retirement *and* the two statements have the same subject: a swapped identifier ("worker 1" /
   "worker 2", "week 10" / "week 11"), a swapped member of a set of parallel things (staging /
   production, iOS / Android, 周二 / 周四) or a swapped head word with the same tail ("订单表的…" /
@@ -490,7 +490,7 @@ def shares_topic(old: str, new: str) -> bool:
 
 
 def replaces(old: str, new: str, d: Diff | None = None, *, close: bool = True) -> tuple[str, bool] | None:
-    """Whether ``new`` replaces ``old`` (same subject assumed, see ``_pairs.other_subject``): the
+    """Whether ``new`` replaces ``old`` (same subject assumed, see ``pairs.other_subject``): the
     change as text and whether it is sure enough to supersede (else a possible conflict), or None.
     Sure: what the conflict rules see (an announced change, a negation, the same slot with a new
     value), a retirement in so many words, a move to a new name, and — when the two are close by

@@ -13,11 +13,7 @@ import json
 import os
 from typing import Any
 
-from ..errors import MnemoError
-
-
-class ChatError(MnemoError):
-    """The chat endpoint could not give a usable answer."""
+from ..errors import ChatError
 
 
 class ChatClient:

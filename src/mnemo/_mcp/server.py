@@ -20,8 +20,8 @@ from pydantic import Field
 from ..errors import MnemoError
 
 if TYPE_CHECKING:
-    from .._cli.base import CLIState
     from .._core.mnemo import Mnemo
+    from .._settings.config import Config
 
 #: MCP tool → Mnemo operation
 TOOLS: dict[str, str] = {
@@ -308,16 +308,18 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
     return server
 
 
-def run_stdio(state: "CLIState") -> None:
-    """Serve MCP on stdin/stdout until the client closes it (``mnemo mcp``)."""
+def run_stdio(config: "Config") -> None:
+    """Serve MCP on stdin/stdout until the client closes it (``mnemo mcp``); the store named by
+    the settings is opened through the front door on the first tool call."""
     import contextlib
+
+    from .._settings.door import opened
 
     stack = contextlib.ExitStack()
 
     def open_store() -> "Mnemo":
-        return stack.enter_context(state.open(create=True))
+        return stack.enter_context(opened(config, create=True))
 
-    config = state.config
     server = build_server(open_store, raw_scope=config.raw_scope, allow_consolidate_apply=bool(config["mcp_consolidate_apply"]))
     with stack:
         server.run("stdio")

@@ -43,7 +43,7 @@ class Calibration:
     #: (when the two also share a topic word); measured per model on bench/pairs (bench/trust.py)
     candidate: float = -0.10
     link: float = 0.03
-    #: …and from which a new statement that adds nothing to it (``_pairs.adds_nothing``) is merged
+    #: …and from which a new statement that adds nothing to it (``pairs.adds_nothing``) is merged
     merge: float = 0.05
 
 

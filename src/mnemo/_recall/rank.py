@@ -5,7 +5,7 @@ same thing for every query and every model):
 
 * dense: ``soft((cosine - baseline - floor) / scale)``, where ``baseline`` is the query's mean
   cosine with unrelated anchor sentences and floor/scale are the model's calibration
-  (``mnemo._embed.Calibration``), ``soft(x) = x / (1 + x)``;
+  (``mnemo._recall.embed.Calibration``), ``soft(x) = x / (1 + x)``;
 * lexical: ``soft(bm25 / sqrt(query terms))`` — BM25 grows with the number of query terms, so
   long queries (a pasted conversation) would otherwise saturate it;
 * hybrid: ``max(w * dense + (1 - w) * lexical, LEXICAL_ALONE * lexical)`` with the model's

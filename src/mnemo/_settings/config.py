@@ -154,7 +154,7 @@ def load(overrides: dict[str, Any] | None = None, *, cwd: str | os.PathLike[str]
     """The effective settings and where each came from (default, config file, env, flag).
 
     ``scope`` is resolved for the working folder ``cwd`` (default: this process's) by the one
-    rule every surface shares (:func:`mnemo._project.resolve_scope`): a flag or ``MNEMO_SCOPE``
+    rule every surface shares (:func:`mnemo._settings.scope.resolve_scope`): a flag or ``MNEMO_SCOPE``
     > ``.mnemo.toml`` > the git project > ``config.toml`` > global."""
     values = {s.name: s.default for s in SETTINGS}
     origins = {s.name: "default" for s in SETTINGS}

@@ -1,7 +1,9 @@
 """The Store port: what the core needs from a storage backend.
 
-SQLite (``_sqlite.SQLiteStore``) is the default; a PostgreSQL store implements the same
-methods. The core talks to a store only through these methods and :class:`Filters`, never SQL.
+SQLite (``sqlite.SQLiteStore``) is the default; the PostgreSQL store (``postgres.PostgresStore``)
+implements the same methods. The core talks to a store only through these methods and
+:class:`Filters`, never SQL: this module holds none (``sql.filter_clause`` turns filters into a
+WHERE clause inside each backend).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from .._base.models import Memory
 
 @dataclass
 class Filters:
-    """Which memories a query may see. ``scopes=None`` means every scope."""
+    """Which memories a query may see: plain data, each backend turns it into its own query.
+    ``scopes=None`` means every scope; an empty list, none."""
 
     scopes: list[str] | None = None
     types: list[str] | None = None
@@ -25,33 +28,6 @@ class Filters:
     until: str | None = None
     statuses: tuple[str, ...] = ("active",)
     alive_at: str | None = None  # hide memories whose expiry is at or before this time
-
-    def where(self, alias: str = "m") -> tuple[str, list[Any]]:
-        """SQL condition and bindings for these filters over table alias ``alias``."""
-        conds: list[str] = []
-        args: list[Any] = []
-        if self.statuses:
-            conds.append(f"{alias}.status IN ({','.join('?' * len(self.statuses))})")
-            args.extend(self.statuses)
-        if self.scopes is not None:
-            conds.append(f"{alias}.scope IN ({','.join('?' * len(self.scopes))})")
-            args.extend(self.scopes)
-        if self.types:
-            conds.append(f"{alias}.type IN ({','.join('?' * len(self.types))})")
-            args.extend(self.types)
-        for tag in self.tags or ():
-            conds.append(f"EXISTS (SELECT 1 FROM json_each({alias}.tags) WHERE value = ?)")
-            args.append(tag)
-        if self.since:
-            conds.append(f"{alias}.created_at >= ?")
-            args.append(self.since)
-        if self.until:
-            conds.append(f"{alias}.created_at < ?")
-            args.append(self.until)
-        if self.alive_at:
-            conds.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
-            args.append(self.alive_at)
-        return (" AND ".join(conds) or "1"), args
 
 
 class AuxStore(Protocol):
@@ -101,6 +77,7 @@ class Store(AuxStore, Protocol):
     # writes (inside transaction())
     def insert(self, mem: Memory, *, embed_hash: str, tokens: str, cause: str) -> None: ...
     def add_event(self, memory_id: str, kind: str, cause: str | None, data: dict[str, Any] | None = None) -> None: ...
+    def replace_events(self, memory_id: str, events: Sequence[dict[str, Any]]) -> None: ...  # history as it was (copying a store)
     def set_status(self, memory_id: str, status: str, *, superseded_by: str | None = None) -> None: ...
     def update_fields(self, memory_id: str, **fields: Any) -> None: ...
     def put_embeddings(self, model: str, rows: Iterable[tuple[str, int, bytes]]) -> None: ...
@@ -140,6 +117,7 @@ class Store(AuxStore, Protocol):
     def count_embeddings(self, model: str | None = None) -> int: ...
     def size_bytes(self) -> int: ...
     def integrity_problems(self) -> list[str]: ...
+    def schema_versions(self) -> tuple[int, int]: ...  # (this store's, the latest this code knows)
     def backup_files(self) -> list[Path]: ...
 
 
@@ -147,7 +125,7 @@ class Store(AuxStore, Protocol):
 class VectorSearch(Protocol):
     """Optional: a store that answers the vector channel itself (PostgreSQL with pgvector)
     instead of the core's in-memory matrix. ``vector_index(model)`` returns an object with
-    :class:`~mnemo._vindex.VectorIndex`'s query methods (``mask``, ``search``, ``similarity``,
+    :class:`~mnemo._recall.vindex.VectorIndex`'s query methods (``mask``, ``search``, ``similarity``,
     ``vectors``); ``vector_search`` is the filtered top-k it rests on."""
 
     def vector_index(self, model: str) -> Any: ...

@@ -1,6 +1,6 @@
 """Numbered schema migrations for the PostgreSQL store.
 
-The numbers mean the same feature set as the SQLite store's (``_migrations.py``): a store at
+The numbers mean the same feature set as the SQLite store's (``sqlite_schema.py``): a store at
 version 3 has sources, injections, session state, usage and jobs on either backend. Migrations
 only grow; each runs in one transaction with its record in ``schema_migrations``.
 
@@ -11,7 +11,7 @@ Differences from SQLite, and why:
   core's pre-segmented, normalised, stemmed tokens are stored as they are;
 * the vector of the store's recorded model is copied into ``memories.vec`` so an HNSW index
   can search it under the same WHERE clause as the filters; its typmod (the dimension) is set
-  when the model is claimed (``PostgresStore._set_dimension``);
+  when the model is claimed (``PostgresStore._sync_vectors`` calls ``mnemo_set_vector_dim``);
 * team use: every memory has an ``owner`` (the database role that wrote it) and a
   ``visibility``; row-level security (forced, so it binds the table owner too) lets a role see
   shared memories and its own private ones only. Private scopes are recorded per role in

@@ -6,6 +6,10 @@ at rest for the privacy work. apsw is not DB-API: it never opens transactions im
 every write here is an explicit ``BEGIN IMMEDIATE`` — taking the write lock up front is what lets
 several processes write at once without "database is locked" (they queue on the busy timeout
 instead of failing on a lock upgrade).
+
+What both backends do alike (transactions, filtered reads, history, the auxiliary tables) is
+``shared.SharedStore``, the row mapping ``rows``, the filters' SQL ``sql``; the schema is
+``sqlite_schema``.
 """
 
 from __future__ import annotations
@@ -19,23 +23,20 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import apsw
 
-from .sqlite_schema import LATEST_VERSION, MIGRATIONS
 from .._base.models import Memory, format_time, utcnow
-from .sqlite_aux import AuxTables
-from .base import Filters
 from ..errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
+from .base import Filters
+from .rows import MEMORY_COLUMNS as _COLUMNS
+from .rows import memory_values, row_to_memory, update_values
+from .shared import SharedStore
+from .sql import SQLITE, filter_clause, marks
+from .sqlite_schema import LATEST_VERSION, MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: the least BM25 a full-text match counts for (see fts_search)
 MIN_MATCH_BM25 = 0.5
 #: how long a writer waits for another process's transaction before giving up
 BUSY_TIMEOUT_MS = 60_000
-
-_COLUMNS = (
-    "id, content, type, scope, tags, importance, confidence, source, source_session, created_at, "
-    "updated_at, last_accessed_at, access_count, status, superseded_by, expires_at, content_hash, metadata, "
-    "stored_at, pinned"
-)
 
 
 def _connect(path: Path, key: str | None, flags: int | None = None) -> apsw.Connection:
@@ -133,33 +134,10 @@ def _counts(conn: apsw.Connection) -> dict[str, int]:
     }
 
 
-def _row_to_memory(row: Sequence[Any]) -> Memory:
-    return Memory(
-        id=row[0],
-        content=row[1],
-        type=row[2],
-        scope=row[3],
-        tags=json.loads(row[4]),
-        importance=row[5],
-        confidence=row[6],
-        source=row[7],
-        source_session=row[8],
-        created_at=row[9],
-        updated_at=row[10],
-        last_accessed_at=row[11],
-        access_count=row[12],
-        status=row[13],
-        superseded_by=row[14],
-        expires_at=row[15],
-        content_hash=row[16],
-        metadata=json.loads(row[17]),
-        stored_at=row[18],
-        pinned=bool(row[19]),
-    )
-
-
-class SQLiteStore(AuxTables):
+class SQLiteStore(SharedStore):
     """Memories, history, relations and the derived index in one SQLite file."""
+
+    _DIALECT = SQLITE
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None):
         """Open (or create) the store at ``path``. With ``key`` the whole file is encrypted
@@ -277,15 +255,8 @@ class SQLiteStore(AuxTables):
             self.conn = None  # type: ignore[assignment]
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction (nested calls join the outer one)."""
-        if self._txn_depth:
-            self._txn_depth += 1
-            try:
-                yield
-            finally:
-                self._txn_depth -= 1
-            return
+    def _outer_transaction(self) -> Iterator[None]:
+        """The outermost write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front."""
         self.conn.execute("BEGIN IMMEDIATE")
         self._txn_depth = 1
         try:
@@ -297,11 +268,33 @@ class SQLiteStore(AuxTables):
         self._txn_depth = 0
         self.conn.execute("COMMIT")
 
+    # ------------------------------------------------------------ primitives of the shared methods (shared.py)
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, args).fetchall()
+
+    def _row(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        # every row is read, so an INSERT … RETURNING has finished its statement before it returns
+        rows = self.conn.execute(sql, args).fetchall()
+        return rows[0] if rows else None
+
+    def _run(self, sql: str, args: Sequence[Any] = ()) -> int:
+        self.conn.execute(sql, args)
+        return int(self.conn.changes())
+
+    def _run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
     # ------------------------------------------------------------ meta
 
     @property
     def schema_version(self) -> int:
+        """The store's schema version (``PRAGMA user_version``: the last migration applied)."""
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def schema_versions(self) -> tuple[int, int]:
+        """``(this store's schema version, the latest this code knows)`` (``mnemo doctor``)."""
+        return self.schema_version, LATEST_VERSION
 
     def get_meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -321,16 +314,8 @@ class SQLiteStore(AuxTables):
     def insert(self, mem: Memory, *, embed_hash: str, tokens: str, cause: str) -> None:
         """Insert a memory, its full-text row and its 'created' event."""
         seq = self._next_seq()
-        self.conn.execute(
-            f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({','.join('?' * 22)})",
-            (
-                mem.id, mem.content, mem.type, mem.scope, json.dumps(mem.tags, ensure_ascii=False),
-                mem.importance, mem.confidence, mem.source, mem.source_session, mem.created_at,
-                mem.updated_at, mem.last_accessed_at, mem.access_count, mem.status, mem.superseded_by,
-                mem.expires_at, mem.content_hash, json.dumps(mem.metadata, ensure_ascii=False),
-                mem.stored_at or format_time(utcnow()), int(mem.pinned), embed_hash, seq,
-            ),
-        )
+        self.conn.execute(f"INSERT INTO memories ({_COLUMNS}, embed_hash, seq) VALUES ({marks(22)})",
+                          (*memory_values(mem), embed_hash, seq))
         pk = self.conn.last_insert_rowid()
         self.conn.execute("INSERT INTO memory_fts (rowid, tokens) VALUES (?, ?)", (pk, tokens))
         self.add_event(mem.id, "created", cause, {"source": mem.source})
@@ -356,13 +341,7 @@ class SQLiteStore(AuxTables):
     def update_fields(self, memory_id: str, **fields: Any) -> None:
         """Change fields of a memory and bump ``updated_at`` (and ``seq``: the index may care).
         ``tokens`` rewrites its full-text row; ``embed_hash`` points it at another vector."""
-        allowed = {"tags", "importance", "confidence", "content", "content_hash", "embed_hash", "type",
-                   "scope", "expires_at", "pinned", "metadata", "superseded_by", "tokens"}
-        if not set(fields) <= allowed:
-            raise ValueError(f"cannot update {set(fields) - allowed}")
-        tokens = fields.pop("tokens", None)
-        values = {k: (json.dumps(v, ensure_ascii=False) if k in ("tags", "metadata") else (int(v) if k == "pinned" else v))
-                  for k, v in fields.items()}
+        values, tokens = update_values(fields)
         sets = "".join(f"{k} = ?, " for k in values)
         self.conn.execute(
             f"UPDATE memories SET {sets}updated_at = ?, seq = ? WHERE id = ?",
@@ -391,14 +370,14 @@ class SQLiteStore(AuxTables):
 
     def expired(self, now: str, limit: int) -> list[Memory]:
         """Active memories whose expiry or review date has passed."""
-        return [_row_to_memory(r) for r in self.conn.execute(
+        return [row_to_memory(r) for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? "
             "ORDER BY expires_at LIMIT ?", (now, limit))]
 
     def unused_since(self, cutoff: str, *, min_importance: float, limit: int) -> list[Memory]:
         """Active, unpinned memories below ``min_importance`` not used (accessed, or stored)
         since ``cutoff``: the later of the last access and the moment they entered the store."""
-        return [_row_to_memory(r) for r in self.conn.execute(
+        return [row_to_memory(r) for r in self.conn.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND pinned = 0 AND importance < ? "
             "AND MAX(COALESCE(last_accessed_at, ''), COALESCE(stored_at, created_at)) < ? ORDER BY stored_at LIMIT ?",
             (min_importance, cutoff, limit))]
@@ -473,7 +452,7 @@ class SQLiteStore(AuxTables):
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return None if row is None else _row_to_memory(row)
+        return None if row is None else row_to_memory(row)
 
     def get_many_by_pk(self, pks: Sequence[int]) -> dict[int, Memory]:
         if not pks:
@@ -481,8 +460,8 @@ class SQLiteStore(AuxTables):
         out: dict[int, Memory] = {}
         for i in range(0, len(pks), 500):
             chunk = list(pks[i : i + 500])
-            for row in self.conn.execute(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk IN ({','.join('?' * len(chunk))})", chunk):
-                out[row[0]] = _row_to_memory(row[1:])
+            for row in self.conn.execute(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk IN ({marks(len(chunk))})", chunk):
+                out[row[0]] = row_to_memory(row[1:])
         return out
 
     def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
@@ -490,7 +469,7 @@ class SQLiteStore(AuxTables):
         created_epoch, last_accessed_epoch, stored_epoch, pinned)``; with ``tags``, only memories
         carrying all of them; with ``alive_at``, only those not expired at that time."""
         out: dict[int, tuple[Any, ...]] = {}
-        extra = "".join(" AND EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)" for _ in tags or ())
+        extra = "".join(f" AND {SQLITE.has_tag('tags')}" for _ in tags or ())
         args: list[Any] = list(tags or ())
         if alive_at:
             extra += " AND (expires_at IS NULL OR expires_at > ?)"
@@ -499,7 +478,7 @@ class SQLiteStore(AuxTables):
             chunk = list(pks[i : i + 500])
             sql = (
                 "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at), "
-                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({','.join('?' * len(chunk))}){extra}"
+                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({marks(len(chunk))}){extra}"
             )
             for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, [*chunk, *args]):
                 out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned))
@@ -528,7 +507,7 @@ class SQLiteStore(AuxTables):
         found: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = list(ids[i : i + 500])
-            found.update(r[0] for r in self.conn.execute(f"SELECT id FROM memories WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+            found.update(r[0] for r in self.conn.execute(f"SELECT id FROM memories WHERE id IN ({marks(len(chunk))})", chunk))
         return found
 
     def existing_hashes(self, pairs: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -545,38 +524,30 @@ class SQLiteStore(AuxTables):
             f"SELECT {_COLUMNS} FROM memories WHERE content_hash = ? AND scope = ? AND status = 'active' LIMIT 1",
             (content_hash, scope),
         ).fetchone()
-        return None if row is None else _row_to_memory(row)
+        return None if row is None else row_to_memory(row)
 
     def get_embeddings(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for i in range(0, len(hashes), 500):
             chunk = list(hashes[i : i + 500])
             for h, v in self.conn.execute(
-                f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({','.join('?' * len(chunk))})",
+                f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks(len(chunk))})",
                 [model, *chunk],
             ):
                 out[h] = v
         return out
 
-    def list(self, filters: Filters, *, order: str = "created_at DESC", limit: int | None = None, offset: int = 0) -> list[Memory]:
-        where, args = filters.where()
-        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY m.{order}, m.pk DESC"
-        if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            args = [*args, limit, offset]
-        return [_row_to_memory(r) for r in self.conn.execute(sql, args)]
-
     def iter_all(self, statuses: Sequence[str] | None = None) -> Iterator[Memory]:
         if statuses:
-            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE status IN ({','.join('?' * len(statuses))}) ORDER BY pk", list(statuses))
+            cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE status IN ({marks(len(statuses))}) ORDER BY pk", list(statuses))
         else:
             cur = self.conn.execute(f"SELECT {_COLUMNS} FROM memories ORDER BY pk")
         for row in cur:
-            yield _row_to_memory(row)
+            yield row_to_memory(row)
 
     def fts_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Up to ``limit`` ``(pk, bm25)`` pairs, best first (bm25 made positive: higher is better)."""
-        where, args = filters.where()
+        where, args = filter_clause(filters, SQLITE)
         sql = (
             "SELECT f.rowid, -bm25(memory_fts) AS s FROM memory_fts f JOIN memories m ON m.pk = f.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts) LIMIT ?"
@@ -592,9 +563,10 @@ class SQLiteStore(AuxTables):
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0])
 
     def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
-        """``(pk, seq, scope, type, status, created_epoch, vector|None)`` changed after ``after_seq``."""
+        """``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json, vector|None)``
+        changed after ``after_seq``: the rows of the in-memory vector index, with every filter column."""
         return self.conn.execute(
-            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), e.vector "
+            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), unixepoch(m.expires_at), m.tags, e.vector "
             "FROM memories m LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = m.embed_hash "
             "WHERE m.seq > ? ORDER BY m.seq",
             (model, after_seq),
@@ -619,26 +591,6 @@ class SQLiteStore(AuxTables):
 
     def fts_rows_after(self, after_pk: int, limit: int) -> list[tuple[int, str]]:
         return [(int(r[0]), r[1]) for r in self.conn.execute("SELECT pk, content FROM memories WHERE pk > ? ORDER BY pk LIMIT ?", (after_pk, limit))]
-
-    def events(self, memory_id: str) -> list[dict[str, Any]]:
-        return [
-            {"kind": k, "at": at, "cause": c, "data": json.loads(d)}
-            for k, at, c, d in self.conn.execute("SELECT kind, at, cause, data FROM events WHERE memory_id = ? ORDER BY pk", (memory_id,))
-        ]
-
-    def events_of_kind(self, kind: str, limit: int) -> list[dict[str, Any]]:
-        """The newest events of one kind across the store: ``{"memory_id", "at", "cause", "data"}``."""
-        return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self.conn.execute(
-            "SELECT memory_id, at, cause, data FROM events WHERE kind = ? ORDER BY pk DESC LIMIT ?", (kind, limit))]
-
-    def count(self, filters: Filters) -> int:
-        where, args = filters.where()
-        return int(self.conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", args).fetchone()[0])
-
-    def group_count(self, column: str, filters: Filters) -> dict[str, int]:
-        assert column in ("type", "scope", "status", "source")
-        where, args = filters.where()
-        return {k: int(n) for k, n in self.conn.execute(f"SELECT m.{column}, COUNT(*) FROM memories m WHERE {where} GROUP BY m.{column} ORDER BY COUNT(*) DESC", args)}
 
     def count_embeddings(self, model: str | None = None) -> int:
         if model is None:

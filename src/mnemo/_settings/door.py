@@ -1,0 +1,90 @@
+"""The front door: settings in, an open :class:`~mnemo.Mnemo` out.
+
+Every surface (the CLI, the MCP server, the hooks and their warm service, and the web app,
+proxy and sync to come) opens its store here, so a setting means the same on each of them:
+the store path or URL, the model, the scope, redaction, the chat endpoint and the key of an
+encrypted store. The library itself takes explicit arguments and reads no settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._stores import is_url
+from . import keys as _keys
+from .config import Config
+
+if TYPE_CHECKING:
+    from .._core.mnemo import Mnemo
+
+#: where a surface shows a line for the person (a new key file, a key readable by others)
+Notice = Callable[[str], None]
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def store_key(config: Config, *, create: bool = False, notice: Notice = _silent) -> str | None:
+    """The encryption key the configured store needs: none for a plaintext store or a
+    PostgreSQL one (the server protects it); for an encrypted file, or a new one when
+    ``encrypt`` is on, the key from MNEMO_KEY, the keyring or the key file, which ``create``
+    makes when there is none (and says so through ``notice``: the person must back it up)."""
+    from .._stores.sqlite import is_encrypted
+
+    db = config.db
+    if is_url(db):
+        return None
+    exists = os.path.exists(db) and os.path.getsize(db) > 0
+    if exists and not is_encrypted(db):
+        return None
+    if not exists and not config["encrypt"]:
+        return None
+    key = _keys.resolve(db, config.key_file)
+    if key is None and create and not exists:
+        key = _keys.create_key_file(config.key_file)
+        notice(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
+    if key is not None and key.warning:
+        notice(f"warning: {key.warning}")
+    return None if key is None else key.value
+
+
+def open_mnemo(config: Config, *, create: bool = False, notice: Notice = _silent) -> Mnemo:
+    """Open the store the settings name (creating it when ``create``); the caller closes it."""
+    from .._core.mnemo import Mnemo
+
+    return Mnemo(
+        config.db,
+        model=config["model"],
+        scope=config["scope"],
+        create=create,
+        half_life_days=config["half_life_days"],
+        min_score=config["min_score"],
+        embed_base_url=config["embed_base_url"] or None,
+        threads=config["embed_threads"] or None,
+        key=store_key(config, create=create, notice=notice),
+        redactor=config.redactor(),
+        decay_days=config["decay_days"],
+        chat=config.chat(),
+    )
+
+
+@contextmanager
+def opened(config: Config, *, create: bool = False, notice: Notice = _silent) -> Iterator[Mnemo]:
+    """:func:`open_mnemo` as a context manager that closes the store. A store this call created
+    is removed again when the work inside fails: bad input must not leave an empty store behind."""
+    existed = os.path.exists(config.db)
+    m = open_mnemo(config, create=create, notice=notice)
+    try:
+        yield m
+    except BaseException:
+        m.close()
+        if create and not existed and not is_url(config.db):
+            for suffix in ("", "-wal", "-shm"):
+                Path(config.db + suffix).unlink(missing_ok=True)
+        raise
+    m.close()
