@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .._base import text as _text
 from .._base.models import STATUSES, Memory, check_scope, embed_text, format_time, parse_time, utcnow
 from .._capture import detect_model as _detect_model
+from .._stores import is_url
 from .._stores.base import Filters
 from ..errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
 
@@ -255,8 +256,6 @@ class MaintenanceOps:
         True) or shared with the team again (False); without arguments, only report. Returns
         ``{"role", "private_scopes"}``. Private memories are hidden from every other role by
         PostgreSQL's row-level security; a SQLite file is private to its owner already."""
-        from .._stores import is_url
-
         if not is_url(self.store.url):
             raise InvalidInputError("visibility is for PostgreSQL team stores (--db postgresql://…); a SQLite file is private to its owner")
         store: Any = self.store  # the PostgreSQL store's team methods
@@ -277,7 +276,7 @@ class MaintenanceOps:
         version, latest = self.store.schema_versions()  # each backend numbers its own migrations
         add("schema", version == latest, f"schema version {version} (this mnemo: {latest})", "upgrade mnemo")
         problems = self.store.integrity_problems()
-        add("integrity", not problems, "SQLite quick_check ok" if not problems else "; ".join(problems[:3]),
+        add("integrity", not problems, ("schema, extensions and vector column ok" if is_url(self.store.url) else "SQLite quick_check ok") if not problems else "; ".join(problems[:3]),
             "restore from a backup, or `mnemo export` what is readable and import it into a new store")
         stored = self.store.get_meta("embedder")
         try:

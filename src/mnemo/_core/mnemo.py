@@ -469,7 +469,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                 missing = [pk for pk in bm25 if pk not in cosines]
                 cosines.update(idx.similarity(qvec, missing))
             # score on a narrow projection; only the winners become Memory objects
-            rows = self.store.scoring_rows(list({*cosines, *bm25}), tags=filters.tags, alive_at=filters.alive_at)
+            rows = self.store.scoring_rows(list({*cosines, *bm25}))  # both channels applied the filters
         scored = score_candidates(
             rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
             baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,

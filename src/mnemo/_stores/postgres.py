@@ -539,20 +539,15 @@ class PostgresStore(SharedStore, PgTeam):
             return {}
         return {int(r[0]): row_to_memory(r[1:]) for r in self._q(f"SELECT pk, {_COLUMNS} FROM memories WHERE pk = ANY(%s)", (list(pks),))}
 
-    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
+    def scoring_rows(self, pks: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """``pk -> (importance, confidence, access_count, created_epoch, last_accessed_epoch,
-        stored_epoch, pinned)`` for the candidates passing ``tags`` and ``alive_at``."""
+        stored_epoch, pinned)`` for the candidates (which passed the filters in their channel)."""
         if not pks:
             return {}
-        extra = "".join(f" AND {POSTGRES.has_tag('tags')}" for _ in tags or ())
-        args: list[Any] = [list(pks), *(tags or ())]
-        if alive_at:
-            extra += " AND (expires_at IS NULL OR expires_at > ?)"
-            args.append(alive_at)
         rows = self._rows(
             "SELECT pk, importance, confidence, access_count, extract(epoch FROM created_at::timestamptz), "
             "extract(epoch FROM last_accessed_at::timestamptz), extract(epoch FROM COALESCE(stored_at, created_at)::timestamptz), "
-            f"pinned FROM memories WHERE pk = ANY(?){extra}", args)
+            "pinned FROM memories WHERE pk = ANY(?)", [list(pks)])
         return {int(pk): (imp, conf, acc, float(c), None if last is None else float(last), float(s), bool(p))
                 for pk, imp, conf, acc, c, last, s, p in rows}
 

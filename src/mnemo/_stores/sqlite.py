@@ -464,23 +464,18 @@ class SQLiteStore(SharedStore):
                 out[row[0]] = row_to_memory(row[1:])
         return out
 
-    def scoring_rows(self, pks: Sequence[int], *, tags: Sequence[str] | None = None, alive_at: str | None = None) -> dict[int, tuple[Any, ...]]:
+    def scoring_rows(self, pks: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """What ranking needs of each candidate, ``pk -> (importance, confidence, access_count,
-        created_epoch, last_accessed_epoch, stored_epoch, pinned)``; with ``tags``, only memories
-        carrying all of them; with ``alive_at``, only those not expired at that time."""
+        created_epoch, last_accessed_epoch, stored_epoch, pinned)`` (the candidates come from
+        channels that applied the filters already)."""
         out: dict[int, tuple[Any, ...]] = {}
-        extra = "".join(f" AND {SQLITE.has_tag('tags')}" for _ in tags or ())
-        args: list[Any] = list(tags or ())
-        if alive_at:
-            extra += " AND (expires_at IS NULL OR expires_at > ?)"
-            args.append(alive_at)
         for i in range(0, len(pks), 500):
             chunk = list(pks[i : i + 500])
             sql = (
                 "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at), "
-                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({marks(len(chunk))}){extra}"
+                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({marks(len(chunk))})"
             )
-            for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, [*chunk, *args]):
+            for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, chunk):
                 out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned))
         return out
 
