@@ -115,8 +115,8 @@ class IngestOps:
 
     def watch(self: "Mnemo", folder: str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
         """Watch ``folder`` and ingest files as they appear or change, until stopped; see
-        :func:`mnemo._ingest.watch.watch_folder` for the options."""
-        from .._ingest.watch import watch_folder
+        :func:`mnemo._core.watch.watch_folder` for the options."""
+        from .watch import watch_folder
 
         return watch_folder(self, folder, **kwargs)
 

@@ -21,11 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._ingest.docs import KINDS
 from ..errors import InvalidInputError, MnemoError
-from .docs import KINDS
 
 if TYPE_CHECKING:
-    from .._core.mnemo import Mnemo
+    from .mnemo import Mnemo
 
 PROCESSED = "processed"
 #: editors' temporary and swap files are never ingested
