@@ -92,6 +92,198 @@ def test_a_private_scope_can_be_shared_again(team: dict[str, str]) -> None:
         assert [h.memory.id for h in bob.recall("offsite lisbon", scope="all")] == [mem.id]
 
 
+#: tables every role reads whole, and why; every other table of the store's schema must show a
+#: role nothing of another role's private data (the test below lists them from the catalog, so
+#: a new table is checked the day it is added)
+SHARED_METADATA = {
+    "meta": "the store's recorded embedding model, dimension and index generation: one per store, no content",
+    "schema_migrations": "which migrations ran (the schema version): no content",
+}
+
+
+def _store_tables(conn) -> list[str]:
+    """Every table (and view) in the store's schema, from the catalog."""
+    return [r[0] for r in conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY c.relname").fetchall()]
+
+
+def _rows_as_text(conn, table: str) -> list[str]:
+    """Every row of ``table`` this connection's role may read, all columns as one lower-case text."""
+    return [r[0].lower() for r in conn.execute(f'SELECT row_to_json(t)::text FROM "{table}" t').fetchall()]
+
+
+def test_a_second_owner_reads_nothing_of_another_owners_private_data(team: dict[str, str], tmp_path: Path) -> None:
+    """Alice writes private data into every table of the store (a private scope's memories with
+    tags, their history, links, postings and vectors, an ingested document, a session's injection
+    log and state, LLM usage, a job, a purged memory's tombstone); bob, and the role that owns
+    the tables, read none of it from any table — history written before the scope went private
+    included."""
+    scope = "project:quokka-private"
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        team_note = bob.remember("the team deploys the api on thursdays", scope="global")
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        # written while the scope is still shared: making it private must hide all of it
+        early = alice.remember("zanzibar quokka plan drafted before the scope went private", scope=scope, tags=["quokkatag"],
+                               dedup=False)
+        doc = tmp_path / "quokka-notes.md"
+        doc.write_text("# Quokka budget\n\nThe zanzibar quokka budget is forty two units for the winter.\n", "utf-8")
+        assert alice.ingest([doc], scope=scope)["ingested"] == 1
+        alice.store.set_private_scope(scope, True)
+        secret = alice.remember("zanzibar quokka salary target is confidential", scope=scope, type="decision", tags=["quokkatag"],
+                                dedup=False)
+        gone = alice.remember("zanzibar quokka note that will be purged", scope=scope, dedup=False)
+        alice.edit(secret.id, importance=0.9)
+        with alice.store.transaction():
+            alice.store.add_relation(secret.id, early.id, "related", 0.9)
+            alice.store.add_relation(secret.id, team_note.id, "related", 0.5)  # a link to a shared memory is private too
+            alice.store.add_usage("2026-12-01", "quokka-usage", calls=1, tokens=5)
+            assert alice.store.claim_job("capture:/home/alice/quokka.jsonl", "quokka-worker", at="2026-12-01T00:00:00Z",
+                                         stale_before="2026-11-30T00:00:00Z")
+        alice.purge([gone.id])
+        ctx = alice.context("zanzibar quokka salary", scope=scope, session="alice-quokka-session")
+        assert ctx["log_id"] and ctx["memories"]
+        conn = alice.store.conn
+        tables = _store_tables(conn)
+        mine = conn.execute("SELECT id, content_hash, embed_hash FROM memories WHERE owner = current_user").fetchall()
+        assert len(mine) >= 3 and all(conn.execute("SELECT vec IS NOT NULL FROM memories WHERE id = %s", (r[0],)).fetchone()[0] for r in mine)
+        markers = {"quokka", "zanzibar", gone.id} | {v.lower() for r in mine for v in r}
+        # the scenario reaches every table: a table nobody writes here would be checked for nothing
+        for table in tables:
+            rows = _rows_as_text(conn, table)
+            assert rows, f"alice wrote nothing into {table}: add it to this test's scenario"
+            if table not in SHARED_METADATA:
+                assert any(mk in row for row in rows for mk in markers), f"alice's private data is not in {table}"
+        assert len(alice.history(early.id)) >= 1 and alice.store.relations(secret.id)
+        purged = conn.execute("SELECT mem_visibility FROM events WHERE memory_id = %s AND kind = 'purged'", (gone.id,)).fetchall()
+        assert purged == [("private",)]
+    assert {"memories", "events", "relations", "embeddings", "memory_terms", "sources", "injections", "session_state",
+            "usage", "jobs", "private_scopes", "meta", "schema_migrations"} <= set(tables)
+    for role in ("bob", "owner"):
+        with Mnemo(team[role], embedder=FakeEmbedder()) as other:
+            conn = other.store.conn
+            assert _store_tables(conn) == tables
+            for table in tables:
+                leaked = [row for row in _rows_as_text(conn, table) if any(mk in row for mk in markers)]
+                assert leaked == [], f"{role} reads alice's private data in {table}: {leaked[:2]}"
+            assert other.store.relations(team_note.id) == [] and other.store.injections() == [] and other.store.usage() == {}
+            assert other.store.get_session_value("alice-quokka-session", "injected") is None
+            assert other.store.get_job("capture:/home/alice/quokka.jsonl") is None
+            assert other.store.list_sources() == [] and other.store.get_embeddings(other.embedder.name, [r[2] for r in mine]) == {}
+            assert [m.id for m in other.list(scope="all")] == [team_note.id]
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        # bob's own session, usage and job do not collide with alice's (each role has its own rows)
+        bob.context("team deploys thursdays", session="alice-quokka-session")
+        with bob.store.transaction():
+            bob.store.add_usage("2026-12-01", "quokka-usage", calls=2, tokens=7)
+            assert bob.store.claim_job("capture:/home/alice/quokka.jsonl", "bob-worker", at="2026-12-01T00:00:00Z",
+                                       stale_before="2026-11-30T00:00:00Z")
+        assert bob.store.usage("2026-12-01") == {"quokka-usage": {"calls": 2, "tokens": 7}}
+        assert bob.store.get_session_value("alice-quokka-session", "injected") == [team_note.id]
+        # the same words as alice's private memory: bob gets his own memory, with its vector
+        mine_too = bob.remember("zanzibar quokka salary target is confidential", scope="global")
+        assert mine_too.id != secret.id
+        assert bob.store.conn.execute("SELECT vec IS NOT NULL FROM memories WHERE id = %s", (mine_too.id,)).fetchone()[0]
+    with Mnemo(team["alice"], embedder=FakeEmbedder()) as alice:
+        assert alice.store.usage("2026-12-01") == {"quokka-usage": {"calls": 1, "tokens": 5}}
+        assert alice.store.get_job("capture:/home/alice/quokka.jsonl")["owner"] == "quokka-worker"
+        assert [r["id"] for r in alice.store.injections()] == [ctx["log_id"]]
+        # sharing the scope again shows the team its memories, history, links and document
+        alice.store.set_private_scope(scope, False)
+    with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
+        assert bob.history(early.id) and bob.history(secret.id)
+        assert {r["id"] for r in bob.store.relations(secret.id)} == {early.id, team_note.id}
+        assert [s["key"] for s in bob.store.list_sources()] == [f"file:{doc.resolve()}"]
+        assert bob.store.injections(session="alice-quokka-session")[0]["memory_ids"] == [team_note.id]  # his own only
+
+
+def test_upgrading_a_team_store_makes_existing_private_data_private(pg_databases: PgDatabases, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store written at schema version 3 (before migration 4) by alice and bob: after the
+    upgrade bob reads nothing of alice's private data from any table — history left readable by
+    the old bug, and rows that named no owner (her session's injection log and state, her
+    document, her vectors) included; alice still reads all of it."""
+    import mnemo._stores.postgres as pg
+    import mnemo._stores.postgres_schema as schema
+
+    name = pg_databases.new(owner="mnemo")
+    urls = {"owner": pg_url(name), "alice": pg_url(name, user="mnemo_alice"), "bob": pg_url(name, user="mnemo_bob")}
+    with monkeypatch.context() as old:
+        old.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+        old.setattr(pg, "MIGRATIONS", schema.MIGRATIONS[:3])
+        old.setattr(pg, "LATEST_VERSION", 3)
+        old.setattr(pg.PostgresStore, "_OWNER_KEY", "")
+        scope = "project:quokka-private"
+        Mnemo(urls["owner"], embedder=FakeEmbedder()).close()
+        with Mnemo(urls["bob"], embedder=FakeEmbedder()) as bob:
+            team_note = bob.remember("the team deploys the api on thursdays", scope="global")
+        with Mnemo(urls["alice"], embedder=FakeEmbedder()) as alice:
+            early = alice.remember("zanzibar quokka plan drafted before the scope went private", scope=scope, dedup=False)
+            doc = tmp_path / "quokka-notes.md"
+            doc.write_text("# Quokka budget\n\nThe zanzibar quokka budget is forty two units for the winter.\n", "utf-8")
+            alice.ingest([doc], scope=scope)
+            conn = alice.store.conn  # version 3's set_private_scope (its UPDATE of events changed nothing)
+            conn.execute("INSERT INTO private_scopes (scope) VALUES (%s)", (scope,))
+            conn.execute("UPDATE memories SET visibility = 'private' WHERE scope = %s AND owner = current_user", (scope,))
+            conn.execute("UPDATE memory_terms t SET visibility = 'private' FROM memories m WHERE m.pk = t.pk AND m.scope = %s", (scope,))
+            secret = alice.remember("zanzibar quokka salary target is confidential", scope=scope, dedup=False)
+            with alice.store.transaction():
+                alice.store.add_relation(secret.id, team_note.id, "related", 0.5)
+            ctx = alice.context("zanzibar quokka salary", scope=scope, session="alice-quokka-session")
+            assert ctx["log_id"]
+            mine = conn.execute("SELECT id, content_hash, embed_hash FROM memories WHERE owner = current_user").fetchall()
+        with Mnemo(urls["bob"], embedder=FakeEmbedder()) as bob:  # the leak this migration closes
+            assert bob.store.conn.execute("SELECT COUNT(*) FROM events WHERE memory_id = %s", (early.id,)).fetchone()[0] == 1
+    markers = {"quokka", "zanzibar"} | {v.lower() for r in mine for v in r}
+    Mnemo(urls["owner"], embedder=FakeEmbedder()).close()  # the table owner migrates
+    with Mnemo(urls["bob"], embedder=FakeEmbedder()) as bob:
+        conn = bob.store.conn
+        assert bob.store.schema_versions() == (schema.LATEST_VERSION, schema.LATEST_VERSION)
+        for table in _store_tables(conn):
+            leaked = [row for row in _rows_as_text(conn, table) if any(mk in row for mk in markers)]
+            assert leaked == [], f"bob reads alice's private data in {table}: {leaked[:2]}"
+        assert [m.id for m in bob.list(scope="all")] == [team_note.id]
+    with Mnemo(urls["alice"], embedder=FakeEmbedder()) as alice:
+        assert [r["id"] for r in alice.store.injections()] == [ctx["log_id"]]
+        assert alice.store.get_session_value("alice-quokka-session", "injected")
+        assert [s["scope"] for s in alice.store.list_sources()] == [scope]
+        assert alice.history(early.id) and {r["id"] for r in alice.store.relations(secret.id)} == {team_note.id}
+        assert set(alice.store.get_embeddings(alice.embedder.name, [r[2] for r in mine])) == {r[2] for r in mine}
+
+
+def test_child_connection_keeps_the_password_off_the_command_line(pg_databases: PgDatabases) -> None:
+    """What a child process (the background capture worker) is given to open the store again:
+    the URL without its password (no ``***`` in it, which would be taken for the password) and
+    PGPASSWORD for its environment."""
+    import sys
+
+    from mnemo._stores.postgres import redact_url, split_password
+
+    assert split_password("postgresql://alice:p%40ss:w@db.example:5433/team?sslmode=require") == (
+        "postgresql://alice@db.example:5433/team?sslmode=require", "p@ss:w")
+    assert split_password("postgresql://alice@/team?host=/run/pg&password=x%26y+z&port=5") == (
+        "postgresql://alice@/team?host=/run/pg&port=5", "x&y+z")
+    assert split_password("postgresql://alice@db/team?host=/run/pg") == ("postgresql://alice@db/team?host=/run/pg", None)
+    assert redact_url("postgresql://alice:pw@db/team?password=pw2&sslmode=require") == \
+        "postgresql://alice:***@db/team?password=***&sslmode=require"
+    url = pg_databases.url()
+    assert "@" in url and ":" not in url.split("://", 1)[1].split("@", 1)[0]
+    with_password = url.replace("@", ":hunter%232@", 1)
+    with Mnemo(with_password, embedder=FakeEmbedder()) as m:
+        m.remember("written by the parent")
+        dsn, env = m.store.child_connection()
+        assert m.store.url == url.replace("@", ":***@", 1)
+    assert dsn == url and env == {"PGPASSWORD": "hunter#2"}
+    # the child, started as the capture worker should be, opens the same store with that password
+    probe = ("import os, sys; from mnemo._stores.postgres import PostgresStore; s = PostgresStore(sys.argv[1], create=False); "
+             "print(s.conn.info.password, s.count_embeddings(), s.conn.execute('SELECT content FROM memories').fetchone()[0])")
+    out = subprocess.run([sys.executable, "-c", probe, dsn], env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(None, 2)[0] == "hunter#2" and out.stdout.strip().endswith("written by the parent")
+    with Mnemo(url, embedder=FakeEmbedder()) as m:  # no password at all: nothing to pass on
+        assert m.store.child_connection() == (url, {})
+
+
 def test_visibility_is_refused_on_sqlite(cli, tmp_path: Path) -> None:
     Mnemo(tmp_path / "x.db", embedder=FakeEmbedder()).close()
     r = cli("visibility", "global", "private", "--db", str(tmp_path / "x.db"))

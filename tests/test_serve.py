@@ -161,3 +161,29 @@ def test_a_replaced_store_file_retires_the_service(store: Path, tmp_path: Path) 
     assert r.returncode == 0 and "PostgreSQL 16" in r.stdout  # answered in-process from the new file
     proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_one_service_per_database_however_its_url_is_spelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The socket and lock of a database URL are keyed on the database, not on the URL's text:
+    reordered query parameters, a password or the scheme's short spelling share one service;
+    another database, role, host, port or socket folder does not."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    base = "postgresql://alice@/team?host=/run/postgresql&port=5432&sslmode=disable"
+    same = ["postgresql://alice@/team?sslmode=disable&port=5432&host=/run/postgresql",
+            "postgres://alice:s3cret@/team?port=5432&host=/run/postgresql&sslmode=disable",
+            "postgresql://alice@/team?password=other&sslmode=disable&host=/run/postgresql&port=5432"]
+    for url in same:
+        assert socket_path(url) == socket_path(base), url
+        assert lock_path(url) == lock_path(base), url
+    other = ["postgresql://alice@/other?host=/run/postgresql&port=5432&sslmode=disable",
+             "postgresql://bob@/team?host=/run/postgresql&port=5432&sslmode=disable",
+             "postgresql://alice@/team?host=/tmp/pg&port=5432&sslmode=disable",
+             "postgresql://alice@/team?host=/run/postgresql&port=5433&sslmode=disable",
+             "postgresql://alice@db.example:5432/team?sslmode=disable",
+             "postgresql://alice@db.example:5433/team?sslmode=disable"]
+    paths = {socket_path(u) for u in [base, *other]}
+    assert len(paths) == 1 + len(other)
+    # a store file is keyed on its real path, as before
+    (tmp_path / "a.db").touch()
+    (tmp_path / "link.db").symlink_to(tmp_path / "a.db")
+    assert socket_path(str(tmp_path / "link.db")) == socket_path(str(tmp_path / "a.db")) != socket_path(str(tmp_path / "b.db"))

@@ -37,7 +37,7 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from .rows import MEMORY_COLUMNS as _COLUMNS
 from .rows import memory_values, row_to_memory, update_values
 from .shared import SharedStore
 from .sql import POSTGRES, filter_clause, marks, pyformat
+from .traces import PurgeTraces
 
 #: BM25 parameters of FTS5's bm25() (k1, b), and the least a match counts for (as in SQLite)
 K1, B = 1.2, 0.75
@@ -67,8 +68,33 @@ _WRITE_LOCK = 0x6D6E656D6F  # "mnemo"
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password (for messages and ``stats``)."""
-    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+    """The URL without its password (for messages and ``stats``): ``user:***@``, and a
+    ``password=`` query parameter as ``password=***``."""
+    url = re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
+
+
+def split_password(url: str) -> tuple[str, str | None]:
+    """``url`` without its password (neither in the user part nor as a ``password=`` query
+    parameter; nothing else changes) and the password itself, decoded, or None."""
+    parts = urlsplit(url)
+    password: str | None = None
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        user, _, raw = userinfo.partition(":")
+        password, netloc = unquote(raw), f"{user}@{hostport}"
+    query = parts.query
+    if query:
+        kept = []
+        for piece in query.split("&"):
+            name, _, value = piece.partition("=")
+            if unquote(name) == "password":
+                password = unquote(value)  # libpq decodes %XX only (a "+" is a plus)
+            else:
+                kept.append(piece)
+        query = "&".join(kept)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), password
 
 
 def _vec(blob: bytes | np.ndarray) -> list[float]:
@@ -128,11 +154,12 @@ class PgVectorIndex:
         return {int(pk): np.asarray(v, np.float32) for pk, v in rows}
 
 
-class PostgresStore(SharedStore, PgTeam):
+class PostgresStore(SharedStore, PurgeTraces, PgTeam):
     """Memories, history, relations and the derived index in a PostgreSQL database."""
 
     encrypted = False
     _DIALECT = POSTGRES
+    _OWNER_KEY = "owner, "  # session state and usage are per role (schema migration 4)
 
     def __init__(self, url: str, *, create: bool = True, key: str | None = None):
         """Open the mnemo schema in the database at ``url`` (creating it with ``create``)."""
@@ -164,6 +191,20 @@ class PostgresStore(SharedStore, PgTeam):
             raise
 
     # ------------------------------------------------------------ connection
+
+    def child_connection(self) -> tuple[str, dict[str, str]]:
+        """How a child process (the background capture worker, ``mnemo auto --worker``) opens
+        this store again: ``(url, env)``. ``url`` is the store's URL without its password (a
+        command line is readable by every user of the machine, ``ps``); ``env`` holds what the
+        child's environment needs on top of this process's: ``PGPASSWORD`` when the URL had a
+        password (libpq reads it when the URL has none; an environment is readable only by its
+        owner). ``url`` alone serves when the password comes from ``~/.pgpass`` or is already
+        in the environment. (``self.url`` is for messages: its ``***`` is no password.)
+
+        A caller starts the child as
+        ``subprocess.Popen([..., "--db", url], env={**os.environ, **env})``."""
+        url, password = split_password(self._dsn)
+        return url, ({"PGPASSWORD": password} if password is not None else {})
 
     def _connect(self) -> None:
         psycopg = self._psycopg
@@ -415,11 +456,21 @@ class PostgresStore(SharedStore, PgTeam):
         rec = self._model()
         row = self._one(
             f"INSERT INTO memories ({_COLUMNS}, embed_hash, ntok, vec) VALUES ({marks(22, '%s')}, "
-            "(SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = %s)) RETURNING pk",
+            "(SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = %s)) RETURNING pk, vec IS NULL",
             (*memory_values(mem), embed_hash, len(tokens.split()), rec[0] if rec else None, rec[1] if rec else None, embed_hash),
         )
+        if rec is not None and row[1]:  # type: ignore[index]
+            self._vector_after_write(int(row[0]), rec)  # type: ignore[index]
         self._put_terms(int(row[0]), tokens)  # type: ignore[index]
         self.add_event(mem.id, "created", cause, {"source": mem.source})
+
+    def _vector_after_write(self, pk: int, rec: tuple[str, int]) -> None:
+        """Give a just-written memory its vector when the cache row was not readable before it:
+        another role wrote that text's vector for a memory this role cannot see, and a vector
+        is readable only through a visible memory of its text (row-level security) — as this
+        one now is."""
+        self._execute("UPDATE memories m SET vec = e.vector FROM embeddings e WHERE m.pk = %s AND e.model = %s AND e.dim = %s "
+                      "AND e.text_hash = m.embed_hash", (pk, rec[0], rec[1]))
 
     def add_event(self, memory_id: str, kind: str, cause: str | None, data: dict[str, Any] | None = None) -> None:
         self._execute("INSERT INTO events (memory_id, kind, at, cause, data) VALUES (%s, %s, %s, %s, %s)",
@@ -459,8 +510,10 @@ class PostgresStore(SharedStore, PgTeam):
             rec = self._model()
             sets += "vec = (SELECT e.vector FROM embeddings e WHERE e.model = %s AND e.dim = %s AND e.text_hash = %s), "
             args += [rec[0] if rec else None, rec[1] if rec else None, values["embed_hash"]]
-        row = self._one(f"UPDATE memories SET {sets}updated_at = %s, seq = nextval('memories_seq') WHERE id = %s RETURNING pk",
+        row = self._one(f"UPDATE memories SET {sets}updated_at = %s, seq = nextval('memories_seq') WHERE id = %s RETURNING pk, vec IS NULL",
                         (*args, format_time(utcnow()), memory_id))
+        if "embed_hash" in values and row is not None and row[1] and rec is not None:
+            self._vector_after_write(int(row[0]), rec)
         if tokens is not None and row is not None:
             self._put_terms(int(row[0]), tokens)
 
@@ -489,36 +542,50 @@ class PostgresStore(SharedStore, PgTeam):
         content-free ``purged`` tombstone event each. Returns how many."""
         n = 0
         for mid in memory_ids:
-            row = self._one("DELETE FROM memories WHERE id = %s RETURNING embed_hash, pk", (mid,))
+            if self._one("SELECT 1 FROM memories WHERE id = %s", (mid,)) is None:
+                continue
+            # links first: a link is visible (and deletable) while both its memories are
+            self._execute("DELETE FROM relations WHERE src = %s OR dst = %s", (mid, mid))
+            row = self._one("DELETE FROM memories WHERE id = %s RETURNING embed_hash, pk, owner, visibility", (mid,))
             if row is None:
                 continue
             self._execute("DELETE FROM memory_terms WHERE pk = %s", (row[1],))
-            self._execute("DELETE FROM relations WHERE src = %s OR dst = %s", (mid, mid))
             self._execute("DELETE FROM embeddings e WHERE e.text_hash = %s AND NOT EXISTS "
                           "(SELECT 1 FROM memories m WHERE m.embed_hash = e.text_hash)", (row[0],))
             self._execute("DELETE FROM events WHERE memory_id = %s", (mid,))
-            self.add_event(mid, "purged", "purge", {})
+            # the tombstone of a private memory stays as private as the memory was
+            self._execute("INSERT INTO events (memory_id, kind, at, cause, data, mem_owner, mem_visibility) "
+                          "VALUES (%s, 'purged', %s, 'purge', '{}', %s, %s)", (mid, format_time(utcnow()), row[2], row[3]))
             n += 1
         return n
 
     def purge_everything(self) -> int:
         """Delete every memory (this role can see), event, relation, vector and aux row."""
         n = int(self._one("SELECT COUNT(*) FROM memories")[0])  # type: ignore[index]
-        for table in ("memory_terms", "memories", "events", "relations", "embeddings", "sources", "injections", "session_state", "jobs"):
+        # links first: a link is visible (and deletable) while both its memories are
+        for table in ("relations", "memory_terms", "memories", "events", "embeddings", "sources", "injections", "session_state", "jobs"):
             self._execute(f"DELETE FROM {table}")
         for key in ("embedder", "dim"):
             self.delete_meta(key)
         return n
 
-    def scrub(self) -> None:
-        """Ask the server to reclaim deleted rows (VACUUM needs the table owner; skipped if not)."""
+    def scrub(self, *, wait: float = 10.0) -> bool:
+        """Ask the server to reclaim deleted rows: VACUUM every table a purge touches. Returns
+        False when it could not (VACUUM needs the table's owner, and a transaction may not be
+        open): the dead rows then stay in the table files until the server's autovacuum runs."""
         if self._txn_depth:
-            return
-        for table in ("memories", "events", "embeddings"):
+            return False
+        done = True
+        for table in ("memories", "memory_terms", "events", "embeddings", "relations", "injections", "sources"):
             try:
                 self._execute(f"VACUUM {table}")
             except StoreError:
-                pass
+                done = False
+        return done
+
+    def conversion_leftovers(self) -> list[str]:
+        """Encryption leftovers beside a store file: a PostgreSQL store has no file (none)."""
+        return []
 
     def backup_files(self) -> list[Path]:
         """Backups are the server's business (pg_dump); mnemo writes no files beside it."""

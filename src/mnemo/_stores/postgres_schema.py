@@ -15,7 +15,11 @@ Differences from SQLite, and why:
 * team use: every memory has an ``owner`` (the database role that wrote it) and a
   ``visibility``; row-level security (forced, so it binds the table owner too) lets a role see
   shared memories and its own private ones only. Private scopes are recorded per role in
-  ``private_scopes``; a trigger marks memories written to them private.
+  ``private_scopes``; a trigger marks memories written to them private;
+* migration 4 puts every other table under forced row-level security too: what is derived
+  from a private memory (history, links, vectors, the documents of a private scope) is as
+  private as the memory, and what a role's sessions wrote (the injection log, session state,
+  LLM usage, jobs) is the role's own. Only ``meta`` and ``schema_migrations`` are read whole.
 """
 
 from __future__ import annotations
@@ -249,6 +253,142 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             progress   TEXT NOT NULL DEFAULT '{}',
             updated_at TEXT NOT NULL
         );
+        """,
+    ),
+    (
+        4,
+        "every table private to its owner: the injection log, session state, usage, jobs, sources, embeddings, relations; history follows visibility",
+        """
+        -- Backfill first, with row-level security not forced on the tables read here: the role
+        -- that migrates owns the tables, so it sees every row. Nobody else can look in between:
+        -- ALTER TABLE holds its lock until this migration's transaction commits.
+        ALTER TABLE memories NO FORCE ROW LEVEL SECURITY;
+        ALTER TABLE events NO FORCE ROW LEVEL SECURITY;
+        ALTER TABLE private_scopes NO FORCE ROW LEVEL SECURITY;
+
+        -- events: an event of a memory the store cannot find (a purge tombstone) keeps the
+        -- owner and visibility it was written with, and its author may only claim itself
+        CREATE OR REPLACE FUNCTION mnemo_event_visibility() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE o TEXT; v TEXT;
+        BEGIN
+            SELECT m.owner, m.visibility INTO o, v FROM memories m WHERE m.id = NEW.memory_id;
+            IF FOUND THEN
+                NEW.mem_owner := o;
+                NEW.mem_visibility := v;
+            ELSE
+                NEW.mem_owner := COALESCE(NEW.mem_owner, current_user);
+                NEW.mem_visibility := COALESCE(NEW.mem_visibility, 'shared');
+            END IF;
+            RETURN NEW;
+        END $$;
+        -- the bug this fixes: events had no UPDATE policy, so making a scope private left the
+        -- history of its existing memories readable by everyone (and a purge could not scrub a
+        -- purged memory's text from other memories' history). Events are updated as their
+        -- memories are: the owner moves its history's visibility (set_private_scope), anyone
+        -- may change the history of a shared memory; the rows out of date are repaired here
+        CREATE POLICY events_update ON events FOR UPDATE USING (mem_visibility = 'shared' OR mem_owner = current_user)
+            WITH CHECK (mem_visibility = 'shared' OR mem_owner = current_user);
+        DROP POLICY events_write ON events;
+        CREATE POLICY events_write ON events FOR INSERT WITH CHECK (mem_visibility = 'shared' OR mem_owner = current_user);
+        UPDATE events e SET mem_owner = m.owner, mem_visibility = m.visibility FROM memories m
+            WHERE m.id = e.memory_id AND (e.mem_owner, e.mem_visibility) IS DISTINCT FROM (m.owner, m.visibility);
+
+        -- relations: visible, changed or removed only by a role that can see both memories
+        -- (a link that touches a private memory is as private as the memory)
+        ALTER TABLE relations ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE relations FORCE ROW LEVEL SECURITY;
+        CREATE POLICY relations_read ON relations FOR SELECT
+            USING (EXISTS (SELECT 1 FROM memories m WHERE m.id = src) AND EXISTS (SELECT 1 FROM memories m WHERE m.id = dst));
+        CREATE POLICY relations_insert ON relations FOR INSERT WITH CHECK (EXISTS (SELECT 1 FROM memories m WHERE m.id = src));
+        CREATE POLICY relations_update ON relations FOR UPDATE
+            USING (EXISTS (SELECT 1 FROM memories m WHERE m.id = src) AND EXISTS (SELECT 1 FROM memories m WHERE m.id = dst));
+        CREATE POLICY relations_delete ON relations FOR DELETE
+            USING (EXISTS (SELECT 1 FROM memories m WHERE m.id = src) AND EXISTS (SELECT 1 FROM memories m WHERE m.id = dst));
+
+        -- embeddings (one vector per model and text hash): readable by the role that wrote it,
+        -- and by a role that can see a memory of that text; a private memory's vector is as
+        -- private as the memory. Existing rows go to the owner of a memory of their text (a
+        -- private one first)
+        ALTER TABLE embeddings ADD COLUMN owner TEXT NOT NULL DEFAULT current_user;
+        UPDATE embeddings e SET owner = (SELECT m.owner FROM memories m WHERE m.embed_hash = e.text_hash
+                                         ORDER BY m.visibility = 'private' DESC, m.pk LIMIT 1)
+            WHERE EXISTS (SELECT 1 FROM memories m WHERE m.embed_hash = e.text_hash);
+        ALTER TABLE embeddings ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE embeddings FORCE ROW LEVEL SECURITY;
+        CREATE POLICY embeddings_read ON embeddings FOR SELECT
+            USING (owner = current_user OR EXISTS (SELECT 1 FROM memories m WHERE m.embed_hash = text_hash));
+        CREATE POLICY embeddings_insert ON embeddings FOR INSERT WITH CHECK (owner = current_user);
+        CREATE POLICY embeddings_delete ON embeddings FOR DELETE
+            USING (owner = current_user OR EXISTS (SELECT 1 FROM memories m WHERE m.embed_hash = text_hash));
+
+        -- sources (ingested documents): as private as the scope they were ingested into, for
+        -- the role that ingested them; existing rows go to the owner of their first chunk
+        ALTER TABLE sources ADD COLUMN owner TEXT NOT NULL DEFAULT current_user;
+        ALTER TABLE sources ADD COLUMN visibility TEXT NOT NULL DEFAULT 'shared' CHECK (visibility IN ('shared', 'private'));
+        UPDATE sources s SET owner = (SELECT m.owner FROM memories m WHERE m.source = s.key ORDER BY m.pk LIMIT 1)
+            WHERE EXISTS (SELECT 1 FROM memories m WHERE m.source = s.key);
+        UPDATE sources s SET visibility = 'private'
+            WHERE EXISTS (SELECT 1 FROM private_scopes p WHERE p.owner = s.owner AND p.scope = s.scope);
+        -- a row that moves to another scope belongs to the role that moved it (a re-ingest)
+        CREATE FUNCTION mnemo_source_visibility() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'UPDATE' THEN
+                IF NEW.scope IS NOT DISTINCT FROM OLD.scope THEN
+                    RETURN NEW;
+                END IF;
+                NEW.owner := current_user;
+            END IF;
+            NEW.visibility := CASE WHEN EXISTS (SELECT 1 FROM private_scopes p WHERE p.owner = NEW.owner AND p.scope = NEW.scope)
+                                   THEN 'private' ELSE 'shared' END;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER sources_visibility BEFORE INSERT OR UPDATE ON sources
+            FOR EACH ROW EXECUTE FUNCTION mnemo_source_visibility();
+        ALTER TABLE sources ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE sources FORCE ROW LEVEL SECURITY;
+        CREATE POLICY sources_read ON sources FOR SELECT USING (visibility = 'shared' OR owner = current_user);
+        CREATE POLICY sources_insert ON sources FOR INSERT WITH CHECK (owner = current_user);
+        CREATE POLICY sources_update ON sources FOR UPDATE USING (visibility = 'shared' OR owner = current_user)
+            WITH CHECK (visibility = 'shared' OR owner = current_user);
+        CREATE POLICY sources_delete ON sources FOR DELETE USING (visibility = 'shared' OR owner = current_user);
+
+        -- what a role's sessions wrote is its own: the injection log (its prompts), session
+        -- state, LLM usage (each role's budget) and background jobs. Rows written before this
+        -- migration name no author: an injection that shows a private memory goes to that
+        -- memory's owner, a session's state to the owner of its injections, the rest to the
+        -- role that migrates
+        ALTER TABLE injections ADD COLUMN owner TEXT NOT NULL DEFAULT current_user;
+        UPDATE injections i SET owner = p.owner FROM (
+            SELECT DISTINCT ON (i2.pk) i2.pk, m.owner FROM injections i2
+            JOIN memories m ON m.visibility = 'private' AND m.id IN (SELECT jsonb_array_elements_text(i2.memory_ids::jsonb))
+            ORDER BY i2.pk, m.pk) p
+            WHERE p.pk = i.pk;
+        ALTER TABLE session_state ADD COLUMN owner TEXT NOT NULL DEFAULT current_user;
+        ALTER TABLE session_state DROP CONSTRAINT session_state_pkey, ADD PRIMARY KEY (owner, session, key);
+        UPDATE session_state s SET owner = i.owner FROM (
+            SELECT DISTINCT ON (session) session, owner FROM injections WHERE session IS NOT NULL ORDER BY session, pk DESC) i
+            WHERE i.session = s.session AND s.owner IS DISTINCT FROM i.owner;
+        ALTER TABLE usage ADD COLUMN owner TEXT NOT NULL DEFAULT current_user;
+        ALTER TABLE usage DROP CONSTRAINT usage_pkey, ADD PRIMARY KEY (owner, day, kind);
+        -- jobs.owner already names the worker process that holds a job
+        ALTER TABLE jobs ADD COLUMN owner_role TEXT NOT NULL DEFAULT current_user;
+        ALTER TABLE jobs DROP CONSTRAINT jobs_pkey, ADD PRIMARY KEY (owner_role, key);
+        ALTER TABLE injections ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE injections FORCE ROW LEVEL SECURITY;
+        CREATE POLICY injections_own ON injections USING (owner = current_user) WITH CHECK (owner = current_user);
+        ALTER TABLE session_state ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE session_state FORCE ROW LEVEL SECURITY;
+        CREATE POLICY session_state_own ON session_state USING (owner = current_user) WITH CHECK (owner = current_user);
+        ALTER TABLE usage ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE usage FORCE ROW LEVEL SECURITY;
+        CREATE POLICY usage_own ON usage USING (owner = current_user) WITH CHECK (owner = current_user);
+        ALTER TABLE jobs ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE jobs FORCE ROW LEVEL SECURITY;
+        CREATE POLICY jobs_own ON jobs USING (owner_role = current_user) WITH CHECK (owner_role = current_user);
+
+        ALTER TABLE memories FORCE ROW LEVEL SECURITY;
+        ALTER TABLE events FORCE ROW LEVEL SECURITY;
+        ALTER TABLE private_scopes FORCE ROW LEVEL SECURITY;
         """,
     ),
 ]

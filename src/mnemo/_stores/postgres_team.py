@@ -33,6 +33,9 @@ class PgTeam:
                       "AND m.scope = %s AND m.owner = current_user", args)
         self._execute("UPDATE events e SET mem_visibility = %s FROM memories m WHERE m.id = e.memory_id "
                       "AND m.scope = %s AND m.owner = current_user", args)
+        # the documents this role ingested into the scope; links and vectors need nothing: they
+        # are visible through the memories they belong to
+        self._execute("UPDATE sources SET visibility = %s WHERE scope = %s AND owner = current_user", args)
 
     def private_scopes(self) -> list[str]:
         """The scopes this role keeps private."""

@@ -53,6 +53,10 @@ class SharedStore:
     _DIALECT: Dialect
     #: how many ``transaction()`` blocks are open (0: none; the outermost one is the real one)
     _txn_depth: int
+    #: what leads the key of the per-owner tables (session state, usage) before their own
+    #: columns: nothing on SQLite (one user); ``owner, `` on PostgreSQL, where each role has its
+    #: own rows (filled by the server, ``DEFAULT current_user``) and sees no one else's
+    _OWNER_KEY: str = ""
 
     # the primitives, provided by each store; ``?`` placeholders
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -209,7 +213,7 @@ class SharedStore:
             self._run("DELETE FROM session_state WHERE session = ? AND key = ?", (session, key))
             return
         self._run("INSERT INTO session_state (session, key, value, updated_at) VALUES (?,?,?,?) "
-                  "ON CONFLICT (session, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                  f"ON CONFLICT ({self._OWNER_KEY}session, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
                   (session, key, _json(value), at))
 
     def prune_sessions(self, before: str) -> int:
@@ -220,7 +224,7 @@ class SharedStore:
 
     def add_usage(self, day: str, kind: str, *, calls: int = 0, tokens: int = 0) -> None:
         """Count ``calls`` and ``tokens`` spent on ``day`` (YYYY-MM-DD) for ``kind``."""
-        self._run("INSERT INTO usage (day, kind, calls, tokens) VALUES (?,?,?,?) ON CONFLICT (day, kind) DO UPDATE "
+        self._run(f"INSERT INTO usage (day, kind, calls, tokens) VALUES (?,?,?,?) ON CONFLICT ({self._OWNER_KEY}day, kind) DO UPDATE "
                   "SET calls = usage.calls + excluded.calls, tokens = usage.tokens + excluded.tokens",
                   (day, kind, int(calls), int(tokens)))
 
