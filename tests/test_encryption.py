@@ -10,7 +10,9 @@ import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo, StoreKeyError
-from mnemo._stores.sqlite import SQLITE_HEADER, convert, is_encrypted
+from mnemo._stores.sqlite import convert
+from mnemo._stores.sqlite_convert import conversion_leftovers, opens_with
+from mnemo._stores.sqlite_file import SQLITE_HEADER, is_encrypted
 
 # encryption at rest is a property of the SQLite file
 pytestmark = pytest.mark.sqlite_only
@@ -202,12 +204,201 @@ def test_a_conversion_killed_midway_leaves_the_original_and_its_leftovers_are_cl
     # what a decrypt killed after the re-key step leaves: a plaintext copy beside the store
     leftover = tmp_path / ".s.db.convert-99999"
     leftover.write_bytes(SQLITE_HEADER + MARKER.encode())
+    assert any(".s.db.convert-99999" in p for p in conversion_leftovers(path, KEY))  # what doctor says
     with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:  # the original still opens, intact
         assert m.stats()["total"] == 1
+    assert not leftover.exists()  # the open erased it
     assert path.read_bytes()[:64] == original[:64]
-    convert(path, old_key=KEY, new_key="k2")
-    assert not leftover.exists()
+    assert conversion_leftovers(path, KEY) == []
     leftover.write_bytes(SQLITE_HEADER + MARKER.encode())
-    with Mnemo(path, embedder=FakeEmbedder(), key="k2") as m:
-        assert str(leftover) in m.purge(everything=True)["removed_files"]
+    convert(path, old_key=KEY, new_key="k2")  # so does the next conversion
     assert not leftover.exists()
+    assert _leaks(tmp_path, _needles()) == []
+
+
+# ---------------------------------------------------------------- backups follow the store's key
+
+
+def _v1_home(home: Path) -> Path:
+    """A mnemo home whose store was migrated from schema v1 (so it has a migration backup) and
+    then holds a few more memories; every memory holds MARKER."""
+    import apsw
+
+    from mnemo._stores.sqlite_schema import MIGRATIONS
+
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    db = home / "memory.db"
+    conn = apsw.Connection(str(db))
+    conn.execute("BEGIN")
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    conn.execute(MIGRATIONS[0][2])
+    conn.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01T00:00:00Z')")
+    conn.execute("PRAGMA user_version=1")
+    conn.execute("INSERT INTO memories (id, content, type, scope, created_at, updated_at, content_hash, embed_hash, seq) "
+                 f"VALUES ('mem_v1', '{MARKER} v1', 'note', 'global', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', 'h', 'e', 1)")
+    conn.execute("COMMIT")
+    conn.close()
+    with Mnemo(db, embedder=FakeEmbedder()) as m:
+        for i in range(5):
+            m.remember(f"{MARKER} {i}")
+    assert len(list(home.glob("memory.db.backup-v1-*"))) == 1
+    return db
+
+
+def _backups(db: Path) -> list[Path]:
+    return sorted(db.parent.glob(db.name + ".backup-*"))
+
+
+def test_encrypt_encrypts_the_migration_backups_too(cli, mnemo_home: Path) -> None:
+    """Finding 1: the plaintext migration backup stayed beside the encrypted store. Backups are
+    encrypted with the store's key (not removed: they are the way back from a bad migration)."""
+    db = _v1_home(mnemo_home)
+    assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a"])  # the store and its backup, in clear
+    r = cli("encrypt", "--json")
+    assert r.code == 0 and r.json()["backups"] == 1
+    assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a", "机密计划".encode(), SQLITE_HEADER]) == []
+    key = (mnemo_home / "key").read_text().strip()
+    assert all(opens_with(b, key) for b in _backups(db))
+    assert conversion_leftovers(db, key) == []
+    assert sorted(p.name for p in mnemo_home.iterdir() if p.name.startswith(".")) == []
+    assert cli("stats", "--json").json()["total"] == 6
+    r = cli("decrypt", "--json")  # and decrypt decrypts them: they stay usable without the key
+    assert r.code == 0 and r.json()["backups"] == 1
+    assert all(not is_encrypted(b) and opens_with(b, None) for b in _backups(db))
+    assert conversion_leftovers(db, None) == []
+
+
+def test_rekey_re_keys_the_backups(cli, mnemo_home: Path) -> None:
+    """Finding 2: after rekey the backups still opened with the old key."""
+    db = _v1_home(mnemo_home)
+    assert cli("encrypt").code == 0
+    old = (mnemo_home / "key").read_text().strip()
+    assert cli("rekey").code == 0
+    new = (mnemo_home / "key").read_text().strip()
+    assert new != old and not (mnemo_home / "key.pending").exists()
+    for b in _backups(db):
+        assert opens_with(b, new) and not opens_with(b, old)
+    assert opens_with(db, new) and not opens_with(db, old)
+    assert conversion_leftovers(db, new) == []
+
+
+def test_a_plaintext_backup_beside_an_encrypted_store_is_encrypted_on_open(cli, mnemo_home: Path) -> None:
+    """What an older mnemo's `encrypt` left: the next open encrypts the backup with the store's key."""
+    db = _v1_home(mnemo_home)
+    backup = _backups(db)[0]
+    saved = backup.read_bytes()
+    assert cli("encrypt").code == 0
+    backup.write_bytes(saved)  # the plaintext backup, as before this fix
+    key = (mnemo_home / "key").read_text().strip()
+    assert any("plaintext copy" in p for p in conversion_leftovers(db, key))
+    assert cli("stats", "--json").json()["total"] == 6
+    assert is_encrypted(backup) and opens_with(backup, key)
+    assert _leaks(mnemo_home, [b"PLANTED-MARKER-7f3a", SQLITE_HEADER]) == []
+    assert conversion_leftovers(db, key) == []
+
+
+def test_a_backup_that_cannot_be_converted_stops_the_conversion_with_the_step(cli, mnemo_home: Path) -> None:
+    db = _v1_home(mnemo_home)
+    junk = db.with_name(db.name + ".backup-v0-20260101000000")
+    junk.write_bytes(b"not a database at all, " * 100)
+    before = db.read_bytes()
+    r = cli("encrypt")
+    assert r.code != 0 and junk.name in r.err and "delete it" in r.err and "unchanged" in r.err
+    assert db.read_bytes() == before
+    assert [p.name for p in mnemo_home.iterdir() if p.name.startswith(".")] == []
+    junk.unlink()
+    assert cli("encrypt").code == 0
+
+
+# ---------------------------------------------------------------- an interrupted rekey
+
+
+def _rekeyed_but_key_file_old(mnemo_home: Path) -> tuple[Path, str, str]:
+    """The state a rekey killed between the store's swap and the key file's replacement left."""
+    from mnemo._settings import keys
+
+    assert cli_ok(mnemo_home)
+    db = mnemo_home / "memory.db"
+    old = (mnemo_home / "key").read_text().strip()
+    new = "the new key from an interrupted rekey"
+    (mnemo_home / "key.pending").write_text(new + "\n")
+    os.chmod(mnemo_home / "key.pending", 0o600)
+    convert(db, old_key=old, new_key=new)
+    assert keys.pending_problem(str(db), mnemo_home / "key") is not None
+    return db, old, new
+
+
+def cli_ok(home: Path) -> bool:
+    with Mnemo(home / "memory.db", embedder=FakeEmbedder(), key=None) as m:
+        for i in range(3):
+            m.remember(f"{MARKER} {i}")
+    from mnemo._settings import keys
+
+    k = keys.create_key_file(home / "key")
+    convert(home / "memory.db", old_key=None, new_key=k.value)
+    return True
+
+
+def test_a_rekey_killed_after_the_swap_is_finished_by_the_next_command(cli, mnemo_home: Path) -> None:
+    """Finding 4: every command said "wrong key" and nothing pointed to key.pending."""
+    _db, _old, new = _rekeyed_but_key_file_old(mnemo_home)
+    r = cli("stats", "--json")
+    assert r.code == 0 and r.json()["total"] == 3
+    assert "interrupted" in r.err  # it says what it did
+    assert (mnemo_home / "key").read_text().strip() == new and not (mnemo_home / "key.pending").exists()
+
+
+def test_rekey_after_a_killed_rekey_does_not_lose_the_key(cli, mnemo_home: Path) -> None:
+    db, old, new = _rekeyed_but_key_file_old(mnemo_home)
+    assert cli("rekey").code == 0  # finishes the interrupted one first, then re-keys
+    latest = (mnemo_home / "key").read_text().strip()
+    assert latest not in (old, new) and opens_with(db, latest)
+    assert cli("stats", "--json").json()["total"] == 3
+
+
+def test_a_pending_key_that_opens_the_store_is_never_overwritten(mnemo_home: Path) -> None:
+    from mnemo import StoreKeyError as KeyErr
+    from mnemo._settings import keys
+
+    db, _old, new = _rekeyed_but_key_file_old(mnemo_home)
+    with pytest.raises(KeyErr, match="not overwriting"):
+        keys.write_pending(str(db), mnemo_home / "key", "yet another key")
+    assert (mnemo_home / "key.pending").read_text().strip() == new
+
+
+def test_a_stale_pending_key_is_removed(cli, mnemo_home: Path) -> None:
+    """A rekey killed before the swap: key.pending opens nothing and goes; the key file still works."""
+    assert cli_ok(mnemo_home)
+    (mnemo_home / "key.pending").write_text("a key that opens nothing\n")
+    assert cli("stats", "--json").json()["total"] == 3
+    assert not (mnemo_home / "key.pending").exists()
+
+
+def test_wrong_key_error_names_the_rekey_recovery(cli, mnemo_home: Path) -> None:
+    assert cli_ok(mnemo_home)
+    os.environ["MNEMO_KEY"] = "not it"
+    try:
+        r = cli("stats")
+    finally:
+        del os.environ["MNEMO_KEY"]
+    assert r.code == 4 and "wrong key" in r.err and "MNEMO_NEW_KEY" in r.err and "key.pending" in r.err
+
+
+def test_a_running_conversions_files_are_left_alone(tmp_path: Path) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "s.db"
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+        m.remember(MARKER)
+    live = tmp_path / ".s.db.convert-4242"
+    fd = os.open(live, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with Mnemo(path, embedder=FakeEmbedder(), key=KEY) as m:
+            assert m.stats()["total"] == 1
+        assert live.exists()
+        assert any("running" in p for p in conversion_leftovers(path, KEY))
+    finally:
+        os.close(fd)
+    with Mnemo(path, embedder=FakeEmbedder(), key=KEY):
+        pass
+    assert not live.exists()

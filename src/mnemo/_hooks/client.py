@@ -50,8 +50,29 @@ def runtime_dir() -> str:
     return base
 
 
+def _store_key(db: str) -> str:
+    """What names one store, whatever the spelling: a file's real path; for a database URL its
+    user, host, port and database with the query parameters sorted, the password left out
+    (``postgres://`` and ``postgresql://`` alike). Two spellings of one database then share one
+    warm service; two databases, two roles or two servers never do."""
+    if not is_url(db):
+        return os.path.realpath(db)
+    from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+    parts = urlsplit(db)
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = unquote(userinfo.partition(":")[0])
+    try:
+        host, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:  # not a number: keep the text; libpq will say what is wrong with it
+        host, port = hostport.lower(), None
+    query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password")
+    return "postgresql://" + urlencode({"user": user, "host": host, "port": port or "", "dbname": unquote(parts.path.lstrip("/"))}) + \
+        "?" + urlencode(query)
+
+
 def _digest(db: str) -> str:
-    return hashlib.sha1((db if is_url(db) else os.path.realpath(db)).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(_store_key(db).encode("utf-8")).hexdigest()[:16]
 
 
 def socket_path(db: str) -> str:
@@ -99,19 +120,9 @@ def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT)
 
 def service_running(db: str) -> bool:
     """Whether a service holds the store's lock (it may still be starting)."""
-    import fcntl
+    from .._base.files import held_by_another
 
-    try:
-        fd = os.open(lock_path(db), os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return bool(held_by_another(lock_path(db)))
 
 
 def start_service(db: str, idle_seconds: float) -> None:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 import apsw
 
+from .._base.files import fsync_dir, fsync_path
 from .._base.models import Memory, format_time, utcnow
 from ..errors import CorruptStoreError, SchemaTooNewError, StoreError, StoreKeyError, StoreMissingError
 from .base import Filters
@@ -30,64 +32,54 @@ from .rows import MEMORY_COLUMNS as _COLUMNS
 from .rows import memory_values, row_to_memory, update_values
 from .shared import SharedStore
 from .sql import SQLITE, filter_clause, marks
+from .sqlite_convert import _backups, _convert_copy, _counts, _hidden, _hold, _shred, _verified, conversion_leftovers, recover_conversions, stale_conversions
+from .sqlite_file import BUSY_TIMEOUT_MS, SQLITE_HEADER, _connect, _private, _quote
 from .sqlite_schema import LATEST_VERSION, MIGRATIONS
+from .traces import PurgeTraces
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 #: the least BM25 a full-text match counts for (see fts_search)
 MIN_MATCH_BM25 = 0.5
-#: how long a writer waits for another process's transaction before giving up
-BUSY_TIMEOUT_MS = 60_000
-
-
-def _connect(path: Path, key: str | None, flags: int | None = None) -> apsw.Connection:
-    """A connection with the busy timeout set and, for an encrypted store, the key applied."""
-    conn = apsw.Connection(str(path), flags=flags) if flags is not None else apsw.Connection(str(path))
-    conn.setbusytimeout(BUSY_TIMEOUT_MS)
-    if key:
-        conn.execute(f"PRAGMA key = '{_quote(key)}'")
-    return conn
-
-
-def _quote(key: str) -> str:
-    if "\x00" in key:
-        raise StoreKeyError("an encryption key cannot contain NUL characters")
-    return key.replace("'", "''")
-
-
-def _private(path: Path) -> None:
-    """Store files are the owner's alone (0600)."""
-    try:
-        os.chmod(path, 0o600)
-    except OSError:
-        pass
-
-
-def is_encrypted(path: str | os.PathLike[str]) -> bool:
-    """True when the file exists, is not empty, and does not start with SQLite's plaintext header."""
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        return False
-    return len(head) == 16 and head != SQLITE_HEADER
 
 
 def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None) -> dict[str, Any]:
-    """Encrypt, decrypt or re-key a store safely: checkpoint it, copy it to a temporary file
-    beside it, change the key of the copy, verify the copy (integrity and counts), then swap it
-    in atomically. Until the swap the original is untouched; if anything fails it stays as it was.
-    Other mnemo processes must not write to the store meanwhile."""
+    """Encrypt, decrypt or re-key a store and its migration backups so that a kill at any
+    instant leaves a store that opens with the old key or the new one (see the plan above):
+    the backups' converted copies are made and verified first, then the store is copied,
+    re-keyed, verified (integrity and counts) and swapped in atomically, then the backups.
+    Until the swap the original is untouched; if anything fails it stays as it was. Other
+    mnemo processes must not write to the store meanwhile."""
     src_path = Path(path).expanduser()
-    for stale in stale_conversions(src_path):  # left by a conversion that was killed midway
-        stale.unlink(missing_ok=True)
-    src = SQLiteStore(src_path, create=False, key=old_key)
-    tmp = src_path.with_name(f".{src_path.name}.convert-{os.getpid()}")
+    if old_key and old_key == new_key:
+        raise StoreError("the new key is the same as the old one; nothing to do")
+    src = SQLiteStore(src_path, create=False, key=old_key)  # opening finishes or undoes a killed conversion
+    tmp = _hidden(src_path, "convert")
+    held: list[int] = []
+    made: list[Path] = []  # erased if this run fails before its commit point
     try:
+        ready: list[tuple[Path, Path]] = []
+        for backup in _backups(src_path):
+            work = _hidden(backup, "convert")
+            made.append(work)
+            try:
+                _convert_copy(backup, work, old_key, new_key, held)
+                ok = _verified(work, new_key)
+            except (apsw.Error, StoreKeyError) as exc:
+                ok, why = False, str(exc)
+            else:
+                why = "the converted copy did not verify"
+            if not ok:
+                raise StoreError(f"cannot convert the backup {backup.name} ({why}); move it out of {backup.parent} "
+                                 f"(or delete it), then run this again; {src_path} is unchanged")
+            done = _hidden(backup, "ready")
+            os.replace(work, done)
+            made[-1] = done
+            ready.append((done, backup))
         src.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         counts = _counts(src.conn)
         src.conn.execute("BEGIN IMMEDIATE")  # hold writers off while the file is copied
         try:
+            held.append(_hold(tmp))
+            made.append(tmp)
             shutil.copyfile(src_path, tmp)
         finally:
             src.conn.execute("ROLLBACK")
@@ -110,31 +102,25 @@ def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str |
         src.close()
         for suffix in ("-wal", "-shm"):
             Path(f"{tmp}{suffix}").unlink(missing_ok=True)
-        os.replace(tmp, src_path)
+        fsync_path(tmp)
+        os.replace(tmp, src_path)  # the commit point
+        made = []  # from here on the ready backups belong to the new store: a failure leaves them for the next open
+        fsync_dir(src_path.parent)
         for suffix in ("-wal", "-shm"):
             Path(f"{src_path}{suffix}").unlink(missing_ok=True)
+        for done, backup in ready:
+            os.replace(done, backup)
     finally:
         src.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
-    return {"path": str(src_path), "encrypted": bool(new_key), **counts}
+        for p in made:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                _shred(Path(f"{p}{suffix}"))
+        for fd in held:
+            os.close(fd)
+    return {"path": str(src_path), "encrypted": bool(new_key), "backups": len(ready), **counts}
 
 
-def stale_conversions(path: Path) -> list[Path]:
-    """Temporary copies a killed ``convert`` left beside the store (a half-decrypted one holds
-    plaintext, so they are removed by the next conversion and by ``purge --all``)."""
-    return sorted(path.parent.glob(f".{path.name}.convert-*"))
-
-
-def _counts(conn: apsw.Connection) -> dict[str, int]:
-    return {
-        "memories": int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]),
-        "events": int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]),
-        "embeddings": int(conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]),
-    }
-
-
-class SQLiteStore(SharedStore):
+class SQLiteStore(SharedStore, PurgeTraces):
     """Memories, history, relations and the derived index in one SQLite file."""
 
     _DIALECT = SQLITE
@@ -154,6 +140,8 @@ class SQLiteStore(SharedStore):
                 raise StoreError(f"cannot create the store folder {self.path.parent}: {exc.strerror}") from None
         elif self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a mnemo store file")
+        elif not self.path.is_file():  # a device, a FIFO, a socket: SQLite would write a journal beside it
+            raise StoreError(f"{self.path} is not a regular file, so it cannot be a mnemo store")
         new = not self.path.exists() or self.path.stat().st_size == 0
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         try:
@@ -171,6 +159,10 @@ class SQLiteStore(SharedStore):
         self._vocab = False
         if new:
             _private(self.path)
+        try:  # what an encrypt/decrypt/rekey killed midway left beside the store
+            self.recovered = recover_conversions(self.path, self._key)
+        except OSError:
+            self.recovered = []
 
     def _unreadable(self) -> StoreError:
         """The right error for a file SQLite cannot read: wrong key, missing key, or not a store."""
@@ -181,7 +173,9 @@ class SQLiteStore(SharedStore):
         if self._key is not None:
             if head == SQLITE_HEADER:
                 return StoreKeyError(f"{self.path} is not encrypted, but a key was given (run `mnemo encrypt` to encrypt it)")
-            return StoreKeyError(f"cannot open {self.path}: wrong key (or the file is damaged)")
+            return StoreKeyError(f"cannot open {self.path}: wrong key (or the file is damaged); after an interrupted "
+                                 "`mnemo rekey` it opens with the new key: the MNEMO_NEW_KEY given to it, or the "
+                                 "key file's key.pending (which mnemo uses by itself when it reads the key file)")
         if head != SQLITE_HEADER and len(head) == 16:
             return StoreKeyError(
                 f"{self.path} is encrypted, or not a mnemo store at all (damaged): if it is encrypted, "
@@ -431,17 +425,41 @@ class SQLiteStore(SharedStore):
             self.delete_meta(key)
         return n
 
-    def scrub(self) -> None:
+    def scrub(self, *, wait: float = 10.0) -> bool:
         """Leave no trace of deleted rows: merge the full-text index, rewrite the file without
-        free pages (VACUUM) and empty the WAL. ``secure_delete`` zeroes pages as they are freed."""
+        free pages (VACUUM) and empty the WAL. ``secure_delete`` zeroes pages as they are freed.
+        Another process reading the store holds its snapshot in the WAL, and then neither can
+        be emptied: this retries for ``wait`` seconds and returns False if traces remain (the
+        caller must say so: the old pages are only gone once that reader lets go)."""
         self.conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self.conn.execute("VACUUM")
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        deadline = time.monotonic() + wait
+        self.conn.setbusytimeout(200)  # short tries in a loop we bound, not one wait of a minute
+        try:
+            while True:
+                try:
+                    self.conn.execute("VACUUM")
+                    busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                    if not busy:  # every frame copied back and the WAL truncated
+                        return True
+                except apsw.BusyError:
+                    pass
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.1)
+        finally:
+            self.conn.setbusytimeout(BUSY_TIMEOUT_MS)
 
     def backup_files(self) -> list[Path]:
         """Migration backups and other copies mnemo wrote beside the store."""
-        return sorted(self.path.parent.glob(f"{self.path.name}.backup-*")) + stale_conversions(self.path)
+        return _backups(self.path) + stale_conversions(self.path)
+
+    def conversion_leftovers(self) -> list[str]:
+        """``mnemo doctor``'s encryption leftovers (see :func:`conversion_leftovers`)."""
+        return conversion_leftovers(self.path, self._key)
+
+    def child_connection(self) -> tuple[str, dict[str, str]]:
+        """How a child process (the background capture) opens this store: its path, no extra environment."""
+        return str(self.path), {}
 
     def drop_embeddings_except(self, model: str) -> int:
         n = self.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model != ?", (model,)).fetchone()[0]
