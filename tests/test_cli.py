@@ -402,7 +402,8 @@ def test_doctor(cli, stocked: dict[str, dict], default_db: str) -> None:
     assert r.code == 0, r.out
     data = r.json()
     assert data["path"] == default_db
-    assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "capture model", "network", "encryption"]
+    assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "capture model", "network", "encryption",
+                                                           "conversion leftovers"]
     assert all(c["status"] == "ok" for c in data["checks"])
     t = cli("doctor")
     assert t.code == 0 and "✓ schema" in t.out and "✓ write-probe" in t.out and "✗" not in t.out

@@ -30,6 +30,12 @@ GLOBAL_SCOPE = "global"
 MAX_CONTENT_CHARS = 32_000
 MAX_TAGS = 64
 MAX_TAG_CHARS = 64
+#: the calendar mnemo accepts: a date near year 1 or 9999 cannot move between time zones
+MIN_YEAR, MAX_YEAR = 1000, 9998
+#: the longest duration (an expiry, a window): a century
+MAX_DURATION = timedelta(days=36_500)
+#: how deep metadata may nest (deeper JSON is an attack on the parser, not a note)
+MAX_DEPTH = 32
 
 
 @dataclass
@@ -109,6 +115,8 @@ def parse_time(value: str | datetime, *, field_name: str = "time") -> datetime:
             raise InvalidInputError(
                 f"{field_name} {value!r} is not an ISO-8601 time (e.g. 2024-05-08 or 2024-05-08T13:56:00)"
             ) from None
+    if not MIN_YEAR <= dt.year <= MAX_YEAR:  # near year 1 or 9999, a time zone shift leaves the calendar
+        raise InvalidInputError(f"{field_name} {value!s:.40} is outside the years {MIN_YEAR}–{MAX_YEAR}")
     if dt.tzinfo is None:
         dt = dt.astimezone()  # naive input is the user's local time
     return dt.astimezone(timezone.utc)
@@ -123,8 +131,11 @@ def parse_duration(text: str) -> timedelta:
     """``30d``, ``12h``, ``2w``, ``90m`` (minutes) → timedelta."""
     units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
     t = text.strip().lower()
-    if len(t) >= 2 and t[-1] in units and t[:-1].isdigit():
-        return timedelta(**{units[t[-1]]: int(t[:-1])})
+    if len(t) >= 2 and t[-1] in units and t[:-1].isascii() and t[:-1].isdigit():
+        span = timedelta(**{units[t[-1]]: min(int(t[:-1]), 10**8)})
+        if span > MAX_DURATION:
+            raise InvalidInputError(f"duration {text!r} is longer than {MAX_DURATION.days // 365} years")
+        return span
     raise InvalidInputError(f"duration {text!r} is not like 30d, 12h, 2w or 90m")
 
 
@@ -164,6 +175,55 @@ def check_content(content: Any) -> str:
     return text
 
 
+def load_json(text: str) -> Any:
+    """``json.loads``, with input nested too deeply for the parser reported as malformed JSON
+    (a ``JSONDecodeError``, which every reader of a file already handles) instead of a
+    ``RecursionError`` that would abort a whole import or a whole folder's ingest."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text[:100], 0) from None
+
+
+def check_text(value: Any, name: str, *, max_chars: int = 10_000) -> str:
+    """A string that is text: UTF-8 encodable (undecodable bytes from argv or a file arrive as
+    lone surrogates) and not huge. Returned unchanged."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be text, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(f"{name} is not valid UTF-8 text") from None
+    if len(value) > max_chars:
+        raise InvalidInputError(f"{name} is {len(value):,} characters; at most {max_chars:,}")
+    return value
+
+
+def check_count(value: Any, name: str, *, maximum: int = 1_000_000_000) -> int:
+    """A whole number from 0 to ``maximum`` (a limit, an offset)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            if isinstance(value, bool) or float(value) != int(value):
+                raise ValueError
+            value = int(value)
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidInputError(f"{name} must be a whole number, not {value!r:.40}") from None
+    if not 0 <= value <= maximum:
+        raise InvalidInputError(f"{name} must be between 0 and {maximum:,}, not {value:,}"[:200])
+    return value
+
+
+def check_number(value: Any, name: str, *, minimum: float = 0.0, maximum: float = 1e9) -> float:
+    """A finite number in ``minimum..maximum`` (days, seconds, thresholds)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(f"{name} must be a number, not {value!r:.40}") from None
+    if not math.isfinite(x) or not minimum <= x <= maximum:
+        raise InvalidInputError(f"{name} must be between {minimum:g} and {maximum:g}, not {value!r:.40}")
+    return x
+
+
 def check_type(value: str | None) -> str:
     """A known memory type (case-insensitive), or a clear error listing them."""
     t = (value or "note").strip().lower().replace("-", "_")
@@ -185,7 +245,9 @@ def check_unit(value: Any, name: str) -> float:
 
 def check_scope(value: str | None, default: str = GLOBAL_SCOPE) -> str:
     """A scope name: any non-empty name without control characters; ``all`` is reserved for queries."""
-    s = (value if value is not None else default).strip()
+    if value is not None and not isinstance(value, str):
+        raise InvalidInputError(f"scope must be text, not {type(value).__name__}")
+    s = check_text(value if value is not None else default, "scope").strip()
     if not s or len(s) > 200 or any(ord(ch) < 32 for ch in s):
         raise InvalidInputError(f"scope {value!r} is not a usable name")
     if s == "all":
@@ -206,8 +268,8 @@ def check_tags(value: Any) -> list[str]:
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
-            raise InvalidInputError(f"tag {item!r} is not a string")
-        tag = item.strip()
+            raise InvalidInputError(f"tag {item!r:.40} is not a string")
+        tag = check_text(item, "a tag").strip()
         if not tag:
             continue
         if len(tag) > MAX_TAG_CHARS:
@@ -225,11 +287,28 @@ def check_metadata(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInputError("metadata must be a JSON object")
+    if _depth(value) > MAX_DEPTH:
+        raise InvalidInputError(f"metadata nests deeper than {MAX_DEPTH} levels")
     try:
-        json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata is not JSON-serialisable: {exc}") from None
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise InvalidInputError(f"metadata is not JSON-serialisable text: {str(exc)[:100]}") from None
     return value
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """How deep ``value`` nests (counted up to ``limit``, without recursion: it may be deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level >= limit:
+            return level
+        if isinstance(item, dict):
+            stack += [(v, level + 1) for v in item.values()]
+        elif isinstance(item, (list, tuple)):
+            stack += [(v, level + 1) for v in item]
+    return deepest
 
 
 def embed_text(mem: Memory) -> str:

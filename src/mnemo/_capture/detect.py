@@ -240,8 +240,13 @@ def _trim(text: str, s: int, e: int) -> tuple[int, int]:
     while s < e and text[s] in _TRIM:
         s += 1
     while e > s and text[e - 1] in _TRIM:
+        if text[e - 1] in _CLOSERS and _CLOSERS[text[e - 1]] in text[s : e - 1]:
+            break  # the end of "[邮箱]" (a redaction placeholder) or "(v2)": part of the statement
         e -= 1
     return s, e
+
+
+_CLOSERS = {"]": "[", ")": "(", "）": "（", "】": "【", "」": "「"}
 
 
 #: docs/capture.md's order of the types: when a statement fits several, the first wins

@@ -15,11 +15,11 @@ line with ``type`` (``user``, ``assistant``, ``system``, ``summary``, ``file-his
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .._base.models import load_json
 from ..errors import InvalidInputError
 
 FORMATS = ("auto", "text", "messages", "claude-jsonl")
@@ -103,7 +103,7 @@ def parse_claude_lines(lines: list[str], *, first_line: int = 1, bad: list[int] 
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = load_json(line)
         except ValueError:
             if bad is not None:
                 bad.append(n)
@@ -120,14 +120,14 @@ def detect_format(text: str) -> str:
     head = text.lstrip()
     if head.startswith("["):
         try:
-            data = json.loads(head)
+            data = load_json(head)
         except ValueError:
             return "text"
         return "messages" if isinstance(data, list) and all(isinstance(x, dict) and "role" in x for x in data) else "text"
     if head.startswith("{"):
         first = head.split("\n", 1)[0]
         try:
-            entry = json.loads(first)
+            entry = load_json(first)
         except ValueError:
             return "text"
         return "claude-jsonl" if isinstance(entry, dict) and "type" in entry else "text"
@@ -143,7 +143,7 @@ def parse(text: str, fmt: str = "auto", *, role: str = "user") -> list[Message]:
         fmt = detect_format(text)
     if fmt == "messages":
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except ValueError as exc:
             raise InvalidInputError(f"messages are not valid JSON: {exc}") from None
         return parse_messages(data)

@@ -33,7 +33,7 @@ def init_cmd(state: CLIState, encrypt: bool) -> None:
     if encrypt:
         state.config.values["encrypt"] = True
     if encrypt and existed:
-        from .._stores.sqlite import is_encrypted
+        from .._stores.sqlite_file import is_encrypted
 
         if not is_encrypted(state.config.db):
             raise click.UsageError("the store already exists unencrypted; run `mnemo encrypt` to encrypt it")
@@ -59,9 +59,11 @@ def _store_exists(state: CLIState) -> bool:
 
 @command("encrypt")
 def encrypt_cmd(state: CLIState) -> None:
-    """Encrypt an existing store in place (new file, verified, then swapped in)."""
+    """Encrypt an existing store and its migration backups in place (new files, verified, then
+    swapped in; a run killed at any point is finished or undone by the next command)."""
     from .._settings import keys as _keys
-    from .._stores.sqlite import convert, is_encrypted
+    from .._stores.sqlite import convert
+    from .._stores.sqlite_file import is_encrypted
 
     c = state.config
     if not os.path.exists(c.db):
@@ -74,12 +76,13 @@ def encrypt_cmd(state: CLIState) -> None:
         _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
     report = convert(c.db, old_key=None, new_key=key.value)
     report["key_source"] = key.source
-    state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories); key from {key.source}"))
+    state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories"
+                                            + (f", {report['backups']} backups" if report["backups"] else "") + f"); key from {key.source}"))
 
 
 def _encrypted_store(state: CLIState, hint: str = "") -> Any:
     """The settings of an existing encrypted store (decrypt and rekey need one), or a usage error."""
-    from .._stores.sqlite import is_encrypted
+    from .._stores.sqlite_file import is_encrypted
 
     c = state.config
     if not os.path.exists(c.db) or not is_encrypted(c.db):
@@ -89,36 +92,56 @@ def _encrypted_store(state: CLIState, hint: str = "") -> Any:
 
 @command("decrypt")
 def decrypt_cmd(state: CLIState) -> None:
-    """Decrypt an encrypted store in place (new file, verified, then swapped in)."""
+    """Decrypt an encrypted store and its migration backups in place (new files, verified, then
+    swapped in; a run killed at any point is finished or undone by the next command)."""
     from .._stores.sqlite import convert
 
     c = _encrypted_store(state)
     report = convert(c.db, old_key=state.key(), new_key=None)
-    state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories); the key is no longer needed"))
+    state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories"
+                                            + (f", {report['backups']} backups" if report["backups"] else "") + "); the key is no longer needed"))
 
 
 @command("rekey")
 def rekey_cmd(state: CLIState) -> None:
-    """Change the key of an encrypted store (the new key goes to the key file, or comes from MNEMO_NEW_KEY)."""
+    """Change the key of an encrypted store and its migration backups (the new key goes to the
+    key file, or comes from MNEMO_NEW_KEY). Until the key file is replaced, the new key waits in
+    key.pending beside it; a rekey killed midway is finished or undone by the next command."""
     from .._settings import keys as _keys
     from .._stores.sqlite import convert
+    from .._stores.sqlite_convert import opens_with
 
     c = _encrypted_store(state, " (`mnemo encrypt` encrypts it)")
-    old = _keys.resolve(c.db, c.key_file)
+    old = _keys.resolve(c.db, c.key_file)  # finishes a rekey that was killed after the store's swap
     if old is None:
         raise click.UsageError("no key found for this store (MNEMO_KEY, keyring or key file)")
+    if old.warning:
+        _render.err.print(f"warning: {old.warning}")
     new_value = os.environ.get("MNEMO_NEW_KEY") or None
     if new_value is None and old.source != str(c.key_file):
         raise click.UsageError(f"the key comes from {old.source}; set the new one in MNEMO_NEW_KEY")
     new_value = new_value or _keys.new_key()
-    pending = c.key_file.with_name(c.key_file.name + ".pending")
-    if old.source == str(c.key_file):
-        # the new key is on disk before the store depends on it; a crash leaves key.pending to recover with
-        _keys.replace_key_file(pending, new_value)
-    report = convert(c.db, old_key=old.value, new_key=new_value)
-    if old.source == str(c.key_file):
-        os.replace(pending, c.key_file)
-    state.emit(report, lambda: _render.line(f"re-keyed {c.db} ({report['memories']} memories)"))
+    if new_value == old.value:
+        raise click.UsageError("MNEMO_NEW_KEY is the store's current key; give a different one")
+    from_file = old.source == str(c.key_file)
+    held = None
+    if from_file:
+        # the new key is on disk (and locked) before the store depends on it
+        held = _keys.write_pending(c.db, c.key_file, new_value)
+    try:
+        report = convert(c.db, old_key=old.value, new_key=new_value)
+        if from_file:
+            _keys.commit_pending(c.key_file, new_value)
+    except BaseException:
+        if from_file and opens_with(c.db, old.value):  # the store kept the old key: the pending one is void
+            _keys.pending_path(c.key_file).unlink(missing_ok=True)
+        raise
+    finally:
+        if held is not None:
+            os.close(held)
+    state.emit(report, lambda: _render.line(f"re-keyed {c.db} ({report['memories']} memories"
+                                            + (f", {report['backups']} backups" if report["backups"] else "") + ")"
+                                            + ("" if from_file else "; use MNEMO_NEW_KEY as MNEMO_KEY from now on")))
 
 
 @command("save", scope_option=True)
@@ -150,7 +173,7 @@ def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | No
 
 @command("search")
 @click.argument("query", required=False)
-@click.option("--batch", "batch", type=click.Path(dir_okay=False, allow_dash=True), help="JSONL file of queries (- for stdin); prints JSONL.")
+@click.option("--batch", "batch", type=click.Path(dir_okay=False, allow_dash=True), help='JSONL file of queries (- for stdin), one {"query": …} per line, optionally with "qid", "scope", "k" (or "top_k"), "now"; prints one {"qid", "query", "results"} line each.')
 @click.option("-k", "--top-k", type=int, help="How many results (default 5).")
 @click.option("--min-similarity", type=float, help="Drop hits whose embedding cosine is below this (model-specific).")
 @click.option("--min-score", type=float, help="Relevance floor on the final score (default from config).")
@@ -190,15 +213,19 @@ def search_cmd(state: CLIState, query: str | None, batch: str | None, top_k: int
 
 
 def _read_batch(path: str) -> list[dict[str, Any]]:
+    from .._base.models import load_json
     from ..errors import InvalidInputError
 
-    raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    try:
+        raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"batch file {path} is not UTF-8 text") from None
     items, problems = [], []
     for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = load_json(line)
         except json.JSONDecodeError as exc:
             problems.append((n, f"invalid JSON ({exc.msg})"))
             continue
@@ -300,7 +327,15 @@ def purge_cmd(state: CLIState, memory_ids: tuple[str, ...], everything: bool, ye
         click.confirm(f"Permanently delete {what}? This cannot be undone", abort=True, err=True)
     with state.open() as m:
         report = m.purge(memory_ids, everything=everything)
-    state.emit(report, lambda: _render.line(f"purged {report['purged']} memories" + (f" and {len(report['removed_files'])} backup files" if report["removed_files"] else "")))
+
+    def show() -> None:
+        extra = [f"{len(report['summaries_purged'])} summaries that quoted them"] if report.get("summaries_purged") else []
+        extra += [f"{len(report['removed_files'])} backup files"] if report["removed_files"] else []
+        _render.line(f"purged {report['purged']} memories" + (" and " + ", ".join(extra) if extra else ""))
+        if report.get("warning"):
+            _render.err.print(f"warning: {report['warning']}")
+
+    state.emit(report, show)
 
 
 @command("edit")
@@ -553,6 +588,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(getattr(exc, "exit_code", 0))
     except OSError as exc:
         _fail(f"{exc.strerror or exc}{': ' + str(exc.filename) if getattr(exc, 'filename', None) else ''}", "OSError", 1, as_json)
+    except (ValueError, UnicodeError) as exc:  # a NUL byte in a path, undecodable bytes in a name: the input's fault
+        if isinstance(exc, UnicodeError) or "null byte" in str(exc):
+            _fail(f"invalid input: {str(exc)[:200]}", "InvalidInputError", 2, as_json)
+        raise
     except Exception as exc:  # e.g. a driver error from a damaged file: still one line
         from .._stores import is_database_error
 

@@ -142,7 +142,8 @@ class CaptureOps:
 
     def _extract(self: "Mnemo", messages: list[Message], *, llm: bool) -> dict[str, Any]:
         """Candidates by the LLM (when asked and it can) or the rules; nothing is written."""
-        messages = [Message(m.role, t) for m in messages if (t := strip_private(m.text).strip())]
+        # each message is redacted whole before the rules or the LLM cut it into statements
+        messages = [Message(m.role, t) for m in messages if (t := self._scrub(strip_private(m.text)).strip())]
         extractor, fallback, candidates = "rules", None, None
         if llm:
             if self.chat is None:
@@ -289,7 +290,9 @@ class CaptureOps:
         job = self.store.get_job(key)
         if job and job["state"] == "running" and job["updated_at"] >= format_time(utcnow() - STALE_AFTER):
             return {"job": key, "background": True, "started": False, "reason": "an extraction of this transcript is already running"}
-        cmd = [sys.executable, "-m", "mnemo", "auto", "--file", str(file), "--format", fmt, "--worker", "--json", "--db", self.path]
+        # the store as a child opens it: a PostgreSQL password goes by environment, never argv
+        db, extra = self.store.child_connection()
+        cmd = [sys.executable, "-m", "mnemo", "auto", "--file", str(file), "--format", fmt, "--worker", "--json", "--db", db]
         if self._embedder is None:
             cmd += ["--model", self._model_name]
         cmd += ["--session", session] if session else []
@@ -300,7 +303,7 @@ class CaptureOps:
             kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
         else:
             kwargs["start_new_session"] = True
-        proc = subprocess.Popen(cmd, **kwargs)
+        proc = subprocess.Popen(cmd, env={**os.environ, **extra} if extra else None, **kwargs)
         return {"job": key, "background": True, "started": True, "pid": proc.pid}
 
     def capture_job(self: "Mnemo", path: str | os.PathLike[str]) -> dict[str, Any] | None:

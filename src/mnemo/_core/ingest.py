@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,7 @@ class IngestOps:
             run.step(url, lambda: self._ingest_url(url, run, timeout=web_timeout, deadline=web_deadline, max_bytes=max_bytes, **opts))
         if sync:
             gone = [Path(x).absolute() for x in items if not is_url(x) and not os.path.lexists(os.path.expanduser(x))]
-            self._sync_deleted(found.roots, gone, run)
+            self._sync_deleted(found.roots, gone, run, present={self._scrub(str(path)) for path, _ in found.files})
         report = run.finish()
         if run.total and not (report["ingested"] or report["unchanged"] or report["renamed"] or report["archived"]):
             reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in report["skipped"][:3])
@@ -124,18 +125,19 @@ class IngestOps:
 
     def _ingest_file(self: "Mnemo", path: Path, kind: str, run: "_Run", *, max_bytes: int, **opts: Any) -> None:
         t0 = time.perf_counter()
-        doc = read_document(path, kind, max_bytes=max_bytes)
+        doc = self._redacted_document(read_document(path, kind, max_bytes=max_bytes))
         run.timings["read"] += time.perf_counter() - t0
         run.report["bytes"] += doc.size
+        where = self._scrub(str(path))  # a file name can hold a phone number (张伟-136…-简历.md)
         for prefix in ("file:", "chat:"):  # checked before parsing: an unchanged file costs a hash
-            existing = self.store.get_source(prefix + str(path))
+            existing = self.store.get_source(prefix + where)
             if existing is not None and _unchanged(existing, doc.content_hash, opts):
                 run.done(existing["key"], "unchanged", existing["chunks"])
                 return
         t0 = time.perf_counter()
-        parsed = _parse_file(doc, opts["chunk_chars"])
+        parsed = _parse_file(doc, opts["chunk_chars"], scrub=self._scrub)
         run.timings["chunk"] += time.perf_counter() - t0
-        key = ("chat:" if parsed.kind == "chat" else "file:") + str(path)
+        key = ("chat:" if parsed.kind == "chat" else "file:") + where
         existing = self.store.get_source(key)
         if existing is None or existing["status"] != "active":
             old = self._renamed_from(doc.content_hash, parsed.kind, key, opts)
@@ -143,7 +145,18 @@ class IngestOps:
                 self._rename(old, key, doc, run)
                 return
         self._write(key, parsed, run, existing=existing, size=doc.size, mtime=doc.mtime, content_hash=doc.content_hash,
-                    extra={"encoding": doc.encoding, "path": str(path)}, **opts)
+                    extra={"encoding": doc.encoding, "path": where}, **opts)
+
+    def _redacted_document(self: "Mnemo", doc: Document) -> Document:
+        """The document with its text redacted whole, before any chunk boundary can cut a key in
+        two (a 4096-bit key kept 43 of its 50 lines), and its hash taken of that redacted text:
+        a hash of the raw text would let anyone holding the store recover a short masked value
+        by brute force (a six-digit PIN in seconds). A chat export is redacted per message
+        after parsing instead, so that its JSON stays parseable."""
+        if self.redactor is None or doc.kind == "chat":
+            return doc
+        text = self._scrub(doc.text)
+        return replace(doc, text=text, content_hash=_text.text_hash(text))
 
     def _ingest_url(self: "Mnemo", url: str, run: "_Run", *, timeout: float, deadline: float, max_bytes: int, **opts: Any) -> None:
         from .._ingest.docs import decode_bytes
@@ -159,18 +172,20 @@ class IngestOps:
             title, body = extract(text)
         else:
             title, body = "", text
-        title = title or page.final_url
+        # redacted whole before chunking; the URL too (a query string can carry a token)
+        body, url_seen = self._scrub(body), self._scrub(url)
+        title = self._scrub(title or page.final_url)
         chunks = chunk_markdown(body, chunk_chars=opts["chunk_chars"])
         parsed = _Parsed("url", title, utcnow(), "fetched", body, chunks, [])
         run.timings["chunk"] += time.perf_counter() - t0
-        key = "url:" + url
+        key = "url:" + url_seen
         content_hash = _text.text_hash(body)
         existing = self.store.get_source(key)
         if _unchanged(existing, content_hash, opts):
             run.done(key, "unchanged", existing["chunks"] if existing else 0)
             return
         self._write(key, parsed, run, existing=existing, size=len(page.data), mtime=None, content_hash=content_hash,
-                    extra={"url": url, "final_url": page.final_url, "origin": "web", "encoding": encoding}, **opts)
+                    extra={"url": url_seen, "final_url": self._scrub(page.final_url), "origin": "web", "encoding": encoding}, **opts)
 
     def _write(self: "Mnemo", key: str, parsed: "_Parsed", run: "_Run", *, existing: dict[str, Any] | None, size: int,
                mtime: float | None, content_hash: str, extra: dict[str, Any], scope: str, type: str, tags: list[str],
@@ -279,7 +294,7 @@ class IngestOps:
         """Move a source and its chunks to the new key; nothing is re-embedded. A source whose
         chunks ``sync`` had archived comes back to life."""
         with self.store.transaction():
-            meta = {**old["metadata"], "path": str(doc.path), "renamed_from": old["key"]}
+            meta = {**old["metadata"], "path": self._scrub(str(doc.path)), "renamed_from": old["key"]}
             self.store.rename_source(old["key"], key, meta)
             if old["status"] != "active":
                 for mem in self.store.memories_by_source(key, ("archived",)):
@@ -293,30 +308,32 @@ class IngestOps:
 
     def _move_source(self: "Mnemo", old_key: str, new_key: str) -> None:
         """Point a source and its chunks at the file's new place (the inbox moved it)."""
+        old_key, new_key = self._scrub(old_key), self._scrub(new_key)  # keys hold redacted paths
         with self.store.transaction():
             src = self.store.get_source(old_key)
             if src is not None:
                 meta = {**src["metadata"], "path": new_key.split(":", 1)[1], "moved_from": old_key}
                 self.store.rename_source(old_key, new_key, meta)
 
-    def _sync_deleted(self: "Mnemo", roots: list[Path], gone: list[Path], run: "_Run") -> None:
+    def _sync_deleted(self: "Mnemo", roots: list[Path], gone: list[Path], run: "_Run", *, present: set[str]) -> None:
         """Archive the chunks of sources whose files are gone from the folders (or paths, files or
-        folders, given that no longer exist)."""
+        folders, given that no longer exist). ``present``: the (redacted) paths the walk found,
+        since a key whose file name was redacted names no file on disk."""
         candidates: dict[str, dict[str, Any]] = {}
         for root in roots:
             for kind in ("file:", "chat:"):
-                for src in self.store.list_sources(status="active", prefix=kind + str(root) + os.sep):
+                for src in self.store.list_sources(status="active", prefix=kind + self._scrub(str(root)) + os.sep):
                     candidates[src["key"]] = src
         for path in gone:
             for kind in ("file:", "chat:"):
-                src = self.store.get_source(kind + str(path))
+                src = self.store.get_source(kind + self._scrub(str(path)))
                 if src is not None and src["status"] == "active":
                     candidates[src["key"]] = src
                 # a deleted folder: every file that was ingested from under it
-                for src in self.store.list_sources(status="active", prefix=kind + str(path) + os.sep):
+                for src in self.store.list_sources(status="active", prefix=kind + self._scrub(str(path)) + os.sep):
                     candidates[src["key"]] = src
         for key, src in candidates.items():
-            if os.path.lexists(key.split(":", 1)[1]):
+            if key.split(":", 1)[1] in present or os.path.lexists(key.split(":", 1)[1]):
                 continue
             with self.store.transaction():
                 mems = self.store.memories_by_source(key)
@@ -360,12 +377,16 @@ def _chunk_records(title: str, when: datetime, chunks: list[Chunk], *, origin: s
     return out
 
 
-def _parse_file(doc: Document, chunk_chars: int) -> _Parsed:
+def _parse_file(doc: Document, chunk_chars: int, *, scrub: Callable[[str], str]) -> _Parsed:
+    """The document as memory records; ``scrub`` redacts what a chat export holds (each message's
+    text and sender), before windows cut long messages apart."""
     from .._ingest.chatexport import looks_like_wechat, parse_json_export, parse_wechat
 
     text = doc.text
     if doc.kind == "chat" or (doc.kind == "text" and looks_like_wechat(text)):
         messages = parse_wechat(text) if doc.kind == "text" else parse_json_export(text)
+        for msg in messages:
+            msg.text, msg.sender, msg.conversation = scrub(msg.text), scrub(msg.sender), scrub(msg.conversation)
         return _chat_parsed(doc, messages, chunk_chars)
     if doc.kind == "html":
         from .._ingest.webpage import extract

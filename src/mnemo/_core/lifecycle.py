@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base import text as _text
-from .._base.models import Memory, check_scope, check_tags, check_type, check_unit, embed_text, format_time, parse_duration, parse_time, utcnow
+from .._base.models import Memory, check_scope, check_type, check_unit, embed_text, format_time, parse_duration, parse_time, utcnow
 from .._stores.base import Filters
 from ..errors import InvalidInputError
 
@@ -231,7 +231,7 @@ class LifecycleOps:
         if type is not None:
             changes["type"] = check_type(type)
         if tags is not None:
-            changes["tags"] = check_tags(tags)
+            changes["tags"] = self._clean_tags(tags)
         if importance is not None:
             changes["importance"] = check_unit(importance, "importance")
         if confidence is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._base import text as _text
-from .._base.models import STATUSES, Memory, check_scope, embed_text, format_time, parse_time, utcnow
+from .._base.models import STATUSES, Memory, check_scope, embed_text, format_time, load_json, parse_time, utcnow
 from .._capture import detect_model as _detect_model
 from .._stores import is_url
 from .._stores.base import Filters
@@ -222,32 +222,66 @@ class MaintenanceOps:
     # ------------------------------------------------------------ purge
 
     def purge(self: "Mnemo", memory_ids: Iterable[str] = (), *, everything: bool = False) -> dict[str, Any]:
-        """The only hard delete. Removes the memories from every table and index and their text
-        from the history (a content-free ``purged`` tombstone event stays), then rewrites the
-        file so nothing remains in free pages or the WAL. ``everything=True`` erases the whole
-        store, including mnemo's backup files beside it. Soft delete is :meth:`forget`."""
-        ids = [i.strip() for i in memory_ids if i and i.strip()]
+        """The only hard delete. Removes the memories from every table and index, and their text
+        and ids from everywhere else they were copied: other memories' history (a merge, a
+        supersede), the injection log, a consolidation summary that quoted them (purged too; its
+        other sources come back), the source row of a document none of whose chunks is left,
+        and mnemo's migration backups beside the store. A content-free ``purged`` tombstone
+        event stays. Then the file is rewritten so nothing remains in free pages or the WAL;
+        ``complete`` is False (with a ``warning``) when another process holding the store open
+        kept the old pages alive. ``everything=True`` erases the whole store. Soft delete is
+        :meth:`forget`."""
+        ids = list(dict.fromkeys(i.strip() for i in memory_ids if isinstance(i, str) and i.strip()))
         if not everything and not ids:
             raise InvalidInputError("name the memories to purge, or purge everything")
+        summaries: list[str] = []
         with self._lock:
             with self.store.transaction():
                 if everything:
                     n = self.store.purge_everything()
                 else:
-                    missing = [i for i in ids if self.store.get(i) is None]
+                    mems = {i: self.store.get(i) for i in ids}
+                    missing = [i for i, mem in mems.items() if mem is None]
                     if missing:
                         raise NotFoundError(f"no memory with id {', '.join(missing[:5])}")
-                    n = self.store.purge_rows(ids)
+                    summaries = self._summaries_of(ids)
+                    for sid in summaries:
+                        mems[sid] = self.store.get(sid)
+                    n = self.store.purge_rows(list(mems))
+                    for mem in mems.values():  # after the rows: a document's source row goes with its last chunk
+                        doc = mem.source if mem.source.startswith(("file:", "chat:", "url:")) else None  # type: ignore[union-attr]
+                        self.store.purge_traces(mem.id, mem.content, doc)  # type: ignore[union-attr]
                 self.store.set_meta("generation", _generation())
-            self.store.scrub()
+            complete = self.store.scrub()
             removed = []
-            if everything:
-                for f in self.store.backup_files():
-                    f.unlink(missing_ok=True)
-                    removed.append(str(f))
+            for f in self.store.backup_files():  # a migration backup holds the purged text too
+                f.unlink(missing_ok=True)
+                removed.append(str(f))
             self._index = None
             self._anchor_vecs = None
-        return {"purged": n, "everything": everything, "removed_files": removed}
+        out: dict[str, Any] = {"purged": n, "everything": everything, "summaries_purged": summaries,
+                               "removed_files": removed, "complete": complete}
+        if not complete:
+            out["warning"] = ("another process has the store open (a warm service, an editor of the database?): the purged "
+                              "text can stay in the write-ahead log or free pages until it closes; run `mnemo purge` "
+                              "again, or `mnemo doctor`, once it has")
+        return out
+
+    def _summaries_of(self: "Mnemo", ids: list[str]) -> list[str]:
+        """Consolidation summaries made from any of ``ids``: a summary quotes its sources, so it
+        goes with them; its other sources, archived when it was made, become active again."""
+        found = []
+        for mid in ids:
+            for rel in self.store.relations(mid):
+                if rel["kind"] == "derived_from" and rel["direction"] == "in" and rel["id"] not in ids and rel["id"] not in found:
+                    found.append(rel["id"])
+        for sid in found:
+            for rel in self.store.relations(sid):
+                src = self.store.get(rel["id"]) if rel["kind"] == "derived_from" and rel["direction"] == "out" else None
+                if src is not None and src.id not in ids and src.status == "archived":
+                    self.store.set_status(src.id, "active")
+                    self.store.add_event(src.id, "restored", "purge", {"from": "archived", "reason": "its summary was purged"})
+        return found
 
     # ------------------------------------------------------------ doctor
 
@@ -311,6 +345,10 @@ class MaintenanceOps:
             add("network", True, "no endpoint configured: nothing leaves this machine")
         add("encryption", True, "the store file is encrypted" if self.store.encrypted
             else "the store file is not encrypted (`mnemo encrypt` encrypts it at rest)")
+        leftovers = self.store.conversion_leftovers()
+        add("conversion leftovers", None if leftovers else True,
+            "; ".join(leftovers) or "no half-made conversion or unconverted backup beside the store",
+            "any mnemo command finishes an interrupted encrypt/decrypt/rekey; delete the files named")
         return out
 
     def _write_probe(self: "Mnemo") -> tuple[bool, str, str]:
@@ -362,10 +400,18 @@ def _extra_fields(rec: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
+#: the largest import file read whole (a JSONL export of a million memories is ~1 GiB)
+MAX_IMPORT_BYTES = 2 * 1024 ** 3
+
+
 def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     """``(line, record-or-exception)`` from a JSON array / object or a JSON Lines file."""
     p = Path(path).expanduser()
     try:
+        if p.exists() and not p.is_file():  # a FIFO would block the read for ever
+            raise InvalidInputError(f"{p} is not a regular file")
+        if p.exists() and p.stat().st_size > MAX_IMPORT_BYTES:
+            raise InvalidInputError(f"{p} is over {MAX_IMPORT_BYTES // 1024 ** 3} GiB; split it into several files")
         raw = p.read_bytes()
     except OSError as exc:
         raise InvalidInputError(f"cannot read {p}: {exc.strerror or exc}") from None
@@ -378,7 +424,7 @@ def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
         raise InvalidInputError(f"{p} is empty")
     if stripped[0] in "[{":
         try:
-            doc = json.loads(text)
+            doc = load_json(text)
         except json.JSONDecodeError as exc:
             if stripped[0] == "[":
                 raise ImportFormatError(f"{p}: invalid JSON at line {exc.lineno}: {exc.msg}", [(exc.lineno, exc.msg)]) from None
@@ -395,7 +441,7 @@ def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line)
+            yield n, load_json(line)
         except json.JSONDecodeError as exc:
             yield n, InvalidInputError(f"invalid JSON ({exc.msg})")
 

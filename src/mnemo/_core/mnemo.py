@@ -44,10 +44,13 @@ from .._stores.open import open_store
 from ..errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
 from .capture import CaptureOps
 from .context import ContextOps
+from .guard import guard_public
 from .ingest import IngestOps
 from .lifecycle import LifecycleOps, parse_expiry
 from .maintenance import MaintenanceOps
 
+#: what an item of ``recall_batch`` may hold
+_BATCH_KEYS = frozenset({"qid", "query", "scope", "k", "top_k", "now"})
 #: lexical-only ranking needs no model calibration
 _NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
 #: candidates each channel contributes before fusion
@@ -60,6 +63,7 @@ COMMON_MIN_ROWS = 2000
 _ANCHORS: dict[tuple[int, str], np.ndarray] = {}
 
 
+@guard_public  # the arguments every operation shares are checked at the edge (see guard.py)
 class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
 
@@ -293,6 +297,30 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             redactor = Redactor()
         return (redactor or Redactor(disabled=DETECTORS)).redact(text)
 
+    def _scrub(self, text: str) -> str:
+        """``text`` redacted as a whole, before anything cuts it: a sentence split or a chunk
+        boundary inside a key, a quoted password or a ``<private>`` span would leave part of it
+        raw (a PEM key cut into sentences kept 18 of its 50 lines). Unchanged when redaction is off."""
+        return text if self.redactor is None or not text else self.redactor.redact(text).text
+
+    def _clean_tags(self, tags: Any) -> list[str]:
+        """Tags checked and redacted (a tag is stored beside the text; one can hold a phone number)."""
+        return list(dict.fromkeys(s for tag in check_tags(tags) if (s := self._scrub(tag).strip())))
+
+    def _scrub_fields(self, value: Any) -> Any:
+        """Every string inside a metadata value (keys included) redacted: an imported record's
+        metadata, a chat export's sender names and a file's title sit beside the text, in the
+        same store file."""
+        if self.redactor is None:
+            return value
+        if isinstance(value, str):
+            return self._scrub(value)
+        if isinstance(value, dict):
+            return {self._scrub(str(k)): self._scrub_fields(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._scrub_fields(v) for v in value]
+        return value
+
     def _redacted_prefix(self, prefix: str) -> str:
         """An embedding prefix, redacted. Every chunk of a document section shares its prefix, so
         each distinct one is redacted once (memo tied to the current redactor)."""
@@ -308,12 +336,13 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
 
     def _prepare(self, r: dict[str, Any]) -> Memory:
         content = check_content(r.get("content"))
-        metadata = check_metadata(r.get("metadata"))
+        metadata = self._scrub_fields(check_metadata(r.get("metadata")))
         if self.redactor is not None:
             red = self.redactor.redact(content)
+            kinds = {**_masked_before(content), **red.kinds}
+            if kinds:
+                metadata = {**metadata, "redacted": kinds}  # what kinds were masked, never the values
             if red.findings:
-                # what kinds were masked, never the values
-                metadata = {**metadata, "redacted": red.kinds}
                 content = red.text.strip()
                 if not content:
                     raise InvalidInputError("nothing is left to remember once the <private> parts are removed")
@@ -334,11 +363,11 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             content=content,
             type=check_type(r.get("type")),
             scope=check_scope(r.get("scope"), self.scope),
-            tags=check_tags(r.get("tags")),
+            tags=self._clean_tags(r.get("tags")),
             importance=check_unit(0.5 if r.get("importance") is None else r["importance"], "importance"),
             confidence=check_unit(1.0 if r.get("confidence") is None else r["confidence"], "confidence"),
-            source=str(r.get("source") or "manual"),
-            source_session=r.get("source_session"),
+            source=self._scrub(str(r.get("source") or "manual")),
+            source_session=self._scrub(r["source_session"]) if isinstance(r.get("source_session"), str) else r.get("source_session"),
             created_at=format_time(created),
             updated_at=format_time(now),
             content_hash=_text.content_hash(content),
@@ -524,12 +553,20 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     def recall_batch(self, items: Iterable[dict[str, Any]], *, top_k: int = 10, **defaults: Any) -> list[dict[str, Any]]:
         """Run many recalls at once (query vectors embedded in one batch); never counts as access.
 
-        Each item is ``{"qid", "query", "scope", "k", "now"}`` (all but ``query`` optional);
-        each result is ``{"qid", "results": [hit dicts]}`` in input order."""
+        Each item is ``{"qid", "query", "scope", "k" (or "top_k"), "now"}`` (all but ``query``
+        optional; any other key is an error, not silently ignored); each result is ``{"qid",
+        "query", "results": [hit dicts]}`` in input order."""
         rows = list(items)
         for i, row in enumerate(rows):
             if not isinstance(row, dict) or not isinstance(row.get("query"), str) or not row["query"].strip():
                 raise InvalidInputError(f"batch item {i + 1} has no query")
+            unknown = set(row) - _BATCH_KEYS
+            if unknown:
+                raise InvalidInputError(f"batch item {i + 1}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+                                        f"the keys are {', '.join(sorted(_BATCH_KEYS))}")
+            k = row.get("k", row.get("top_k"))
+            if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000):
+                raise InvalidInputError(f"batch item {i + 1}: k must be a whole number from 1 to 1000, not {k!r:.40}")
         qvecs: list[np.ndarray | None] = [None] * len(rows)
         if defaults.get("mode", "hybrid") != "fts" and rows:
             self._check_model()
@@ -541,11 +578,11 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         out = []
         for i, (row, vec) in enumerate(zip(rows, qvecs)):
             hits = self.recall(
-                row["query"], top_k=int(row.get("k") or top_k), scope=row.get("scope", defaults.get("scope")),
+                row["query"], top_k=int(row.get("k") or row.get("top_k") or top_k), scope=row.get("scope", defaults.get("scope")),
                 now=row.get("now", defaults.get("now")), touch=False, _qvec=vec,
                 **{k: v for k, v in defaults.items() if k not in ("scope", "now")},
             )
-            out.append({"qid": row.get("qid", str(i + 1)), "results": [h.to_dict() for h in hits]})
+            out.append({"qid": row.get("qid", str(i + 1)), "query": row["query"], "results": [h.to_dict() for h in hits]})
         return out
 
     def _anchors(self) -> np.ndarray:
@@ -660,3 +697,19 @@ def _time_window(query: str, now: datetime) -> tuple[float, float] | None:
         return None
     w = find_time_window(query, now)
     return None if w is None else (w.start.timestamp(), w.end.timestamp())
+
+
+def _masked_before(text: str) -> dict[str, int]:
+    """The kinds masked in ``text`` before it reached :meth:`Mnemo._prepare`, read from the
+    placeholders it carries: a document or a conversation is redacted whole, before it is cut
+    into chunks or statements, so the findings of that pass are not at hand per piece."""
+    if "[" not in text:
+        return {}
+    from .._privacy.redact import _PLACEHOLDERS
+
+    found: dict[str, int] = {}
+    for kind, names in {**_PLACEHOLDERS, "secret": ("[SECRET]", "[SECRET]")}.items():
+        n = sum(text.count(name) for name in set(names) if name)
+        if n:
+            found[kind] = n
+    return found

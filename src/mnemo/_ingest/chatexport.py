@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from .._base.models import load_json
 from ..errors import IngestError
 from .chunk import sentence_spans
 
@@ -107,14 +108,14 @@ def parse_json_export(text: str) -> list[Message]:
     """Messages of a ChatGPT export or a generic JSON/JSONL chat log."""
     data: Any
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError:
         data = []
         for n, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                data.append(json.loads(line))
+                data.append(load_json(line))
             except json.JSONDecodeError as exc:
                 raise IngestError(f"not JSON or JSON Lines (line {n}: {exc.msg})") from None
     if isinstance(data, dict) and "mapping" in data:

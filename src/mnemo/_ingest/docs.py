@@ -134,6 +134,19 @@ def _walk_dir(root: Path, folder: Path, out: Walk, include: Sequence[str], exclu
 
 # ---------------------------------------------------------------- reading
 
+def _read_at_most(fh: Any, limit: int) -> bytes:
+    """Up to ``limit`` bytes, in blocks: ``read(limit)`` would allocate ``limit`` bytes up front,
+    which for a large ``ingest_max_bytes`` is a MemoryError on a small file."""
+    blocks, total = [], 0
+    while total < limit:
+        block = fh.read(min(1 << 20, limit - total))
+        if not block:
+            break
+        blocks.append(block)
+        total += len(block)
+    return b"".join(blocks)
+
+
 def read_document(path: Path, kind: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Read and decode one file, or raise :class:`IngestError` saying why it cannot be."""
     try:
@@ -146,7 +159,7 @@ def read_document(path: Path, kind: str, *, max_bytes: int = DEFAULT_MAX_BYTES) 
         raise IngestError(f"{_mb(st.st_size)} is over the {_mb(max_bytes)} limit per file (setting ingest_max_bytes)")
     try:
         with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+            data = _read_at_most(fh, max_bytes + 1)
     except OSError as exc:
         raise IngestError(f"cannot read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:  # it grew while we looked

@@ -53,10 +53,14 @@ def is_url(text: str) -> bool:
 
 def check_url(url: str) -> str:
     """The URL if it is http(s) with a host, else :class:`IngestError`."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:  # e.g. "https://[::1": an unclosed IPv6 bracket
+        raise IngestError(f"not a valid URL: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise IngestError(f"only http and https URLs can be ingested, not {parts.scheme or 'no scheme'}:")
-    if not parts.hostname:
+    if not host:
         raise IngestError("the URL has no host")
     return url
 

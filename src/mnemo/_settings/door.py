@@ -34,7 +34,7 @@ def store_key(config: Config, *, create: bool = False, notice: Notice = _silent)
     PostgreSQL one (the server protects it); for an encrypted file, or a new one when
     ``encrypt`` is on, the key from MNEMO_KEY, the keyring or the key file, which ``create``
     makes when there is none (and says so through ``notice``: the person must back it up)."""
-    from .._stores.sqlite import is_encrypted
+    from .._stores.sqlite_file import is_encrypted
 
     db = config.db
     if is_url(db):
