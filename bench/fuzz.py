@@ -39,7 +39,7 @@ def main() -> int:
     for name, passing, failing, invalid in re.findall(
             r"test_fuzz\.py::(\w+):.*?(\d+) passing, (\d+) failing, and (\d+) invalid", out, re.S):
         total += int(passing) + int(failing)
-        print(f"  {name}: {passing} passing, {failing} failing ({invalid} draws Python itself rejects, not counted)")
+        print(f"  {name}: {passing} passing, {failing} failing ({invalid} draws discarded by the strategy, not counted)")
     print(f"  {total} cases in {time.monotonic() - started:.0f} s; pytest exit {run.returncode}")
     if run.returncode:
         print(out[-6000:])

@@ -10,18 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from fake_embedder import DIM, FakeEmbedder, unrelated_query
 
-from mnemo import (
-    MEMORY_TYPES,
-    Hit,
-    InvalidInputError,
-    Memory,
-    Mnemo,
-    ModelMismatchError,
-    NotFoundError,
-)
+from mnemo import MEMORY_TYPES, Hit, InvalidInputError, Memory, Mnemo, ModelMismatchError, NotFoundError
 
 
 class OtherEmbedder(FakeEmbedder):
@@ -698,3 +689,16 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
     with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder(), create=False) as b:
         assert b.get(mem.id).tags == ["x"]
         assert ids(b.recall("persisted across opens")) == [mem.id]
+
+
+def test_a_unique_id_prefix_finds_the_memory_and_an_ambiguous_one_says_so(m: Mnemo) -> None:
+    a = m.remember("the first note", id="mem_140fdde8_20261201_093000")
+    m.remember("the second note", id="mem_140fdde9_20261201_093000")
+    assert m.get("mem_140fdde8").id == a.id and m.history("mem_140fdde8")[0]["kind"] == "created"
+    assert m.forget("mem_140fdde8").status == "deleted" and m.restore("mem_140fdde8").status == "active"
+    with pytest.raises(InvalidInputError, match="several ids"):
+        m.get("mem_140fdde")
+    with pytest.raises(NotFoundError):
+        m.get("mem_0000")  # a prefix that matches nothing
+    with pytest.raises(NotFoundError):
+        m.get("mem_140")  # shorter than 8 characters: never a prefix lookup

@@ -537,3 +537,14 @@ def test_hoisting_leaves_everything_else_alone() -> None:
     assert hoist_global_options(["--db", "a.db"]) == ["--db", "a.db"]  # no command: click's own error
     assert hoist_global_options(["--version"]) == ["--version"]
     assert hoist_global_options(["--db", "a.db", "--version"]) == ["--db", "a.db", "--version"]
+
+
+def test_list_takes_statuses_like_types_comma_separated_or_repeated(cli) -> None:
+    kept = cli("save", "a note that stays", "--json").json()["memory"]["id"]
+    gone = cli("save", "a note to forget", "--json").json()["memory"]["id"]
+    assert cli("forget", gone).code == 0
+    for args in (["--status", "active,deleted"], ["--status", "active", "--status", "deleted"]):
+        ids = {x["id"] for x in cli("list", *args, "--json").json()}
+        assert ids == {kept, gone}, args
+    r = cli("list", "--status", "active,gone")
+    assert r.code == 2 and "unknown status 'gone'" in r.err

@@ -199,3 +199,38 @@ def test_every_mcp_tool_answers_a_tool_error_not_a_crash(fuzz_store: Path, data:
     texts = " ".join(getattr(c, "text", "") for c in result.content)
     # the SDK's answer to an exception it did not expect is this bare line (schema errors say more)
     assert texts.strip() != f"Error executing tool {name}", (name, texts[:500])
+
+
+# ---------------------------------------------------------------- the red-team's findings, one by one
+
+FINDINGS = [
+    ("stats", {"now": "0001-01-01"}), ("list", {"limit": 2**63}), ("list", {"offset": 2**63}), ("get", {"memory_id": "\udcff"}),
+    ("remember", {"content": "x y z", "expires": "99999999d"}), ("recent", {"days": float("nan")}),
+    ("gc", {"archive_days": float("inf")}), ("recall", {"query": "hello", "until": "0001-01-01"}),
+    ("import_", {"source": [{"content": "x", "scope": {}}]}), ("import_", {"source": [{"content": "x", "metadata": {"a": _nest(1000)}}]}),
+    ("remember", {"content": "abc def", "source": "\udcff"}), ("remember", {"content": "abc def", "tags": ["\udcff"]}),
+    ("context", {"query": "hello", "session": "\udcff"}), ("sources", {"prefix": "\udcff"}),
+    ("ingest", {"paths_or_urls": ["https://[::1"]}), ("ingest", {"paths_or_urls": ["x.md"], "max_bytes": 4111111111111111}),
+    ("recall_batch", {"items": [{"query": "x", "k": "x"}]}), ("recall_batch", {"items": [{"query": "x", "top_k": 3, "size": 1}]}),
+]
+
+
+@pytest.mark.parametrize(("operation", "kwargs"), FINDINGS, ids=[f"{op}-{i}" for i, (op, _) in enumerate(FINDINGS)])
+def test_each_finding_is_one_clear_error(fuzz_store: Path, operation: str, kwargs: dict[str, Any]) -> None:
+    with Mnemo(fuzz_store, embedder=FakeEmbedder()) as m:
+        try:
+            result = getattr(m, operation)(**kwargs)
+        except MnemoError as exc:
+            assert str(exc) and len(str(exc)) < 400
+        else:  # an import reports its bad records instead of raising
+            assert operation == "import_" and result["imported"] == 0 and result["invalid"], result
+
+
+def test_a_store_path_that_is_not_a_file_is_refused_and_nothing_is_written_beside_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(MnemoError, match="not a regular file"):
+        Mnemo(fifo, embedder=FakeEmbedder())
+    with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder()) as m, pytest.raises(MnemoError, match="not a regular file"):
+        m.import_(fifo)  # reading a FIFO would block for ever
+    assert not list(tmp_path.glob("pipe-*"))  # no journal written beside what is not a store

@@ -252,27 +252,28 @@ def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> N
 
 @command("list")
 @click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
-@click.option("--type", "types", multiple=True, help="Only these types.")
+@click.option("--type", "types", multiple=True, help="Only these types (repeat or comma-separate).")
 @click.option("--tags", help="Only memories with all these tags.")
 @click.option("--since")
 @click.option("--until")
-@click.option("--status", "statuses", multiple=True, type=click.Choice(["active", "superseded", "archived", "deleted"]), help="Statuses to list (default active).")
+@click.option("--status", "statuses", multiple=True, help="Statuses to list: active, superseded, archived, deleted (repeat or comma-separate; default active).")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
 def list_cmd(state: CLIState, scope: str | None, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
              statuses: tuple[str, ...], limit: int, offset: int) -> None:
     """List memories, newest first, with filters."""
     type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
+    status_list = tuple(s.strip() for chunk in statuses for s in chunk.split(",") if s.strip()) or ("active",)
     with state.open() as m:
         shown = scope or m.scope
-        mems = m.list(scope=shown, types=type_list, tags=tags, since=since, until=until, statuses=statuses or ("active",), limit=limit, offset=offset)
+        mems = m.list(scope=shown, types=type_list, tags=tags, since=since, until=until, statuses=status_list, limit=limit, offset=offset)
     state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
 
 
 @command("show")
 @click.argument("memory_id")
 def show_cmd(state: CLIState, memory_id: str) -> None:
-    """Show one memory with its history."""
+    """Show one memory with its history (MEMORY_ID may be a unique prefix of 8+ characters, as for forget, restore, edit…)."""
     with state.open() as m:
         mem = m.get(memory_id)
         events = m.history(mem.id)

@@ -618,8 +618,17 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     # ------------------------------------------------------------ lookups and lifecycle
 
     def get(self, memory_id: str) -> Memory:
-        """The memory with this id (any status), or :class:`NotFoundError`."""
-        mem = self.store.get(memory_id.strip())
+        """The memory with this id (any status), or :class:`NotFoundError`. A unique prefix of
+        at least 8 characters is enough (``mem_140fdde8`` for ``mem_140fdde8_20261201_093000``),
+        as with git's short hashes; an ambiguous one is an error that lists the candidates."""
+        wanted = memory_id.strip()
+        mem = self.store.get(wanted)
+        if mem is None and len(wanted) >= 8:
+            found = self.store.ids_with_prefix(wanted, 6)
+            if len(found) > 1:
+                raise InvalidInputError(f"{wanted} is the start of several ids ({', '.join(found[:5])}"
+                                        f"{', …' if len(found) > 5 else ''}); give more of it")
+            mem = self.store.get(found[0]) if found else None
         if mem is None:
             raise NotFoundError(f"no memory with id {memory_id}")
         return mem
@@ -637,7 +646,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         """Every recorded event of a memory, oldest first (for a purged memory: its tombstone)."""
         events = self.store.events(memory_id.strip())
         if not events:
-            self.get(memory_id)  # raises NotFoundError for an unknown id
+            events = self.store.events(self.get(memory_id).id)  # a prefix; NotFoundError for an unknown id
         return events
 
     def list(

@@ -120,6 +120,11 @@ class SharedStore:
 
     # ------------------------------------------------------------ history
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Ids of memories (any status) that start with ``prefix``, at most ``limit``, sorted."""
+        return [r[0] for r in self._rows("SELECT id FROM memories WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
+                                         (len(prefix), prefix, int(limit)))]
+
     def events(self, memory_id: str) -> list[dict[str, Any]]:
         """A memory's history, oldest first: ``{"kind", "at", "cause", "data"}``."""
         return [{"kind": k, "at": at, "cause": c, "data": json.loads(d)}
