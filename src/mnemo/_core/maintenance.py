@@ -263,8 +263,8 @@ class MaintenanceOps:
                                "removed_files": removed, "complete": complete}
         if not complete:
             out["warning"] = ("another process has the store open (a warm service, an editor of the database?): the purged "
-                              "text can stay in the write-ahead log or free pages until it closes; run `mnemo purge` "
-                              "again, or `mnemo doctor`, once it has")
+                              "text stays in the write-ahead log until it closes the store; the next mnemo command after "
+                              "that writes the cleared pages back (`mnemo doctor` will do)")
         return out
 
     def _summaries_of(self: "Mnemo", ids: list[str]) -> list[str]:
