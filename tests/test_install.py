@@ -163,3 +163,23 @@ def test_install_can_import_claude_md_as_project_context(home: Path, tmp_path: P
     with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
         mems = m.list(scope=project_scope(proj))
     assert any("ruff" in x.content and x.type == "project_context" for x in mems)
+
+
+def test_a_claude_md_without_a_body_is_skipped_and_the_install_still_succeeds(home: Path, tmp_path: Path, cli) -> None:
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "CLAUDE.md").write_text("# Conventions\n", "utf-8")
+    r = cli("install", "claude-code", "--project", "--dir", str(proj), "--import-instructions", "--json")
+    assert r.code == 0, r.err
+    (note,) = r.json()["imported"]
+    assert note.startswith(f"{proj / 'CLAUDE.md'}: skipped (")
+    assert (proj / ".claude" / "settings.json").exists()
+
+
+def test_opencode_jsonc_is_named_not_shadowed_by_a_second_config(home: Path, tmp_path: Path, cli) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "opencode.jsonc").write_text('{\n  // my settings\n  "model": "x"\n}\n', "utf-8")
+    r = cli("install", "opencode", "--project", "--dir", str(proj))
+    assert r.code == 2 and "opencode.jsonc" in r.err and "by hand" in r.err
+    assert sorted(p.name for p in proj.iterdir()) == ["opencode.jsonc"]

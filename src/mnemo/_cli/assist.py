@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..errors import MnemoError
 from .base import OPERATIONS, CLIState, _render, command
 
 OPERATIONS.update({"context": "context", "log": "log", "pause": "pause", "resume": "resume"})
@@ -146,6 +147,10 @@ def _import_instructions(state: CLIState, directory: str | None) -> list[str]:
             path = root / name
             if not path.is_file():
                 continue
-            m.ingest([str(path)], scope=scope, type="project_context")
+            try:
+                m.ingest([str(path)], scope=scope, type="project_context")
+            except MnemoError as exc:  # e.g. a CLAUDE.md with a title and no body: the install itself succeeded
+                done.append(f"{path}: skipped ({exc})")
+                continue
             done.append(str(path))
     return done

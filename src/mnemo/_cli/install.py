@@ -77,9 +77,15 @@ def _targets(target: str, where: str, directory: str | os.PathLike[str] | None) 
         return [home / ".claude" / "settings.json", home / ".claude.json"]
     if target == "opencode":
         if where == "project":
-            return [project / "opencode.json", project / ".opencode" / "plugin" / PLUGIN_NAME]
-        config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
-        return [config / "opencode.json", config / "plugin" / PLUGIN_NAME]
+            files = [project / "opencode.json", project / ".opencode" / "plugin" / PLUGIN_NAME]
+        else:
+            config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+            files = [config / "opencode.json", config / "plugin" / PLUGIN_NAME]
+        jsonc = files[0].with_suffix(".jsonc")
+        if jsonc.exists() and not files[0].exists():  # a second config file beside it would split the settings
+            raise InvalidInputError(f"{jsonc} is OpenCode's config here, and mnemo does not rewrite JSON with comments; "
+                                    "add mnemo's MCP entry and plugin by hand (docs/assistants.md)")
+        return files
     raise InvalidInputError(f"unknown assistant {target!r}; choose claude-code or opencode")
 
 
