@@ -102,14 +102,22 @@ def mnemo(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedP
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`mnemo ARGS` in this process (the same code path as the command line, without the start-up)."""
+    return run_in_process(_env(home), args)
+
+
+def run_in_process(env: dict[str, str], args: tuple[str, ...] | list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`mnemo ARGS` in this process with ``env`` as the whole environment (and ``cwd`` as the
+    working folder), both restored afterwards; the exit code and output as a subprocess gives them."""
     import contextlib
     import io
 
     from mnemo._entry import main as entry
 
-    saved = dict(os.environ)
+    saved, here = dict(os.environ), os.getcwd()
     os.environ.clear()
-    os.environ.update(_env(home))
+    os.environ.update(env)
+    if cwd is not None:
+        os.chdir(cwd)
     out, err = io.StringIO(), io.StringIO()
     code = 0
     try:
@@ -118,6 +126,7 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        os.chdir(here)
         os.environ.clear()
         os.environ.update(saved)
     return subprocess.CompletedProcess(["mnemo", *args], code, out.getvalue(), err.getvalue())

@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from conversion_kills import MODEL  # the fake embedder's plugin spec
+from conversion_kills import MODEL, run_in_process  # the fake embedder's plugin spec; the in-process CLI
 
 COMMANDS = ("save", "import", "ingest", "reindex", "purge", "serve")
 PURGE_MARKER = "PURGEKILL-MARKER-9d2f"
@@ -99,27 +99,7 @@ def check_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`mnemo ARGS` for a check or a rerun: a subprocess, or in this process when IN_PROCESS."""
     if not IN_PROCESS:
         return mnemo(home, *args)
-    import contextlib
-    import io
-
-    from mnemo._entry import main as entry
-
-    saved, cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update(_env(home))
-    os.chdir(home.parent)
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            entry(list(args))
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        os.chdir(cwd)
-        os.environ.clear()
-        os.environ.update(saved)
-    return subprocess.CompletedProcess(["mnemo", *args], code, out.getvalue(), err.getvalue())
+    return run_in_process(_env(home), args, cwd=home.parent)
 
 
 def killed_after(cmd: list[str], home: Path, delay: float, *, env: dict[str, str] | None = None) -> tuple[bool, subprocess.CompletedProcess[str]]:

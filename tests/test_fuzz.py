@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mnemo import Mnemo, MnemoError
+from mnemo._base.models import _depth  # the core's own nesting measure, counted up to a limit
 
 CASES = int(os.environ.get("MNEMO_FUZZ_CASES", "120"))
 SLOW_CALL = 30.0
@@ -159,17 +160,6 @@ TOOL_ARG = st.one_of(values, st.sampled_from([{"content": "x"}, [1, 2], "mem_x"]
 MCP_FUZZ = settings(FUZZ, max_examples=max(10, CASES // 4))
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        if isinstance(item, dict):
-            stack += [(v, level + 1) for v in item.values()]
-        elif isinstance(item, list):
-            stack += [(v, level + 1) for v in item]
-    return deepest
-
 
 @MCP_FUZZ
 @given(data=st.data())
@@ -190,7 +180,7 @@ def test_every_mcp_tool_answers_a_tool_error_not_a_crash(fuzz_store: Path, data:
                         if k in tool.input_schema.get("required", []) or data.draw(st.booleans(), label=f"give {k}")}
                 try:  # what JSON-RPC cannot carry (lone surrogates, 1,000 levels) never reaches a server
                     json.dumps(args, ensure_ascii=False).encode("utf-8")
-                    assume(_depth(args) < 100)
+                    assume(_depth(args, 100) < 100)
                 except (UnicodeEncodeError, ValueError, RecursionError):
                     assume(False)
                 return await client.call_tool(name, args)

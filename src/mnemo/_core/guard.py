@@ -155,9 +155,9 @@ def check_arguments(bound: inspect.BoundArguments, types_of: dict[str, Any] | No
         if allowed is not None and _wrong(value, allowed):
             raise InvalidInputError(f"{name} must be {_names(allowed)}, not {type(value).__name__}")
         if items is not None and isinstance(value, (list, tuple, set, frozenset)):
-            bad = next((v for v in value if _wrong(v, items)), None)
-            if bad is not None or any(_wrong(v, items) for v in value):
-                raise InvalidInputError(f"each of {name} must be {_names(items)}, not {type(bad).__name__}")
+            for item in value:
+                if _wrong(item, items):
+                    raise InvalidInputError(f"each of {name} must be {_names(items)}, not {type(item).__name__}")
         if value is None:
             continue
         kind = bound.signature.parameters[name].kind
