@@ -138,3 +138,36 @@ def test_demo_claims_hold(demo: tuple[subprocess.CompletedProcess[str], str]) ->
     report = json.loads(p.stdout)
     assert [d["type"] for d in report["captured"]["detected"]] == ["user_preference", "decision"]  # chit-chat left out
     assert "Vue 3" in report["context"]["text"]  # the frontend decision reaches the assistant
+
+
+def test_a_pasted_long_prompt_is_embedded_as_one_window_of_its_head_and_tail() -> None:
+    """A 32,000-character query was embedded whole, window after window (about a minute of
+    CPU); a query is cut to the model's one window, keeping its head and its tail."""
+    from mnemo._recall.embed import E5Embedder
+
+    e5 = E5Embedder(threads=1)
+    model = e5._get()
+    question = "数据库端口是多少？"
+    pasted = "日志：连接超时，重试中。" * 2700 + question
+    fitted = e5._fit_query(model, pasted)
+    assert model.token_count(fitted, True) <= E5Embedder.QUERY_TOKENS
+    assert fitted.endswith(question) and fitted.startswith("日志：连接超时")
+    short = "what editor do I use"
+    assert e5._fit_query(model, short) == short
+    vec = e5.embed_queries([pasted, short])
+    assert vec.shape == (2, e5.dim)
+    # the cut query still means what the question at its end asks
+    port, other = e5.embed_passages(["数据库端口是 5432", "我喜欢用 Neovim 写代码"])
+    assert float(vec[0] @ port) > float(vec[0] @ other)
+
+
+def test_the_default_thread_count_leaves_busy_cores_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo._recall import embed
+
+    monkeypatch.setattr(embed.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(embed.os, "getloadavg", lambda: (6.2, 0.0, 0.0))
+    assert embed.idle_cores() == 2
+    monkeypatch.setattr(embed.os, "getloadavg", lambda: (11.0, 0.0, 0.0))
+    assert embed.idle_cores() == 1
+    monkeypatch.setattr(embed.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
+    assert embed.idle_cores() == 8

