@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mnemo import Mnemo
-from mnemo._ingest.chunk import chunk_markdown, chunk_text, embed_prefix, fixed_windows, parse_front_matter, sentence_spans
+from mnemo._ingest.chunk import chunk_markdown, chunk_text, edit_similarity, embed_prefix, fixed_windows, parse_front_matter, sentence_spans
 from mnemo._ingest.docs import decode_bytes
 from mnemo.errors import IngestError, InvalidInputError
 
@@ -199,6 +199,81 @@ def test_rename_after_sync_brings_archived_chunks_back(m: Mnemo, tree: Path) -> 
     report = m.ingest([moved])
     assert report["renamed"] == 1
     assert _chunks(m, f"file:{moved}") and m.store.get_source(f"file:{moved}")["status"] == "active"
+
+
+def _rename_with_edit(tree: Path, target: Path, old: str = "容量一万条", new: str = "容量五万条") -> None:
+    target.write_text((tree / PERF).read_text("utf-8").replace(old, new), "utf-8")
+    (tree / PERF).unlink()
+
+
+def test_rename_with_a_one_line_edit_is_a_rename_then_an_update(m: Mnemo, tree: Path) -> None:
+    m.ingest([tree])
+    old_key, new_key = f"file:{tree / PERF}", f"file:{tree / 'en' / 'perf-notes.md'}"
+    old = {c.content: c for c in _chunks(m, old_key)}
+    assert len(old) >= 3
+    calls = m.embedder.calls
+    _rename_with_edit(tree, tree / "en" / "perf-notes.md")
+    report = m.ingest([tree])  # no --sync: the old key must not linger with the same paragraphs
+    assert report["renamed"] == 1 and report["ingested"] == 1 and report["archived"] == 0
+    assert report["chunks"] == 1 and report["superseded"] == 1 and m.embedder.calls == calls + 1  # only the edited chunk
+    (entry,) = [s for s in report["sources"] if s["key"] == new_key]
+    assert entry["action"] == "renamed" and entry["renamed_from"] == old_key and entry["kept"] == len(old) - 1
+    keys = {s["key"] for s in m.sources()}
+    assert new_key in keys and old_key not in keys and m.store.get_source(old_key) is None
+    assert m.store.get_source(new_key)["metadata"]["renamed_from"] == old_key
+    # an unchanged paragraph is found once, under the new key, with the same id as before
+    hits = [h for h in m.recall("随机抖动", mode="fts", touch=False) if "随机抖动" in h.memory.content]
+    assert len(hits) == 1 and hits[0].memory.source == new_key and hits[0].memory.id == old[hits[0].memory.content].id
+    assert any(e["kind"] == "renamed" and e["data"]["from"] == old_key for e in m.history(hits[0].memory.id))
+    # the edited paragraph: the new text is active, the old one superseded by it
+    (edited,) = [c for k, c in old.items() if "一万条" in k]
+    assert m.get(edited.id).status == "superseded"
+    assert m.recall("五万条", mode="fts", touch=False)[0].memory.id == m.get(edited.id).superseded_by
+    assert m.ingest([tree])["unchanged"] == 8  # and it is settled
+
+
+def test_a_copy_with_an_edit_stays_two_sources(m: Mnemo, tree: Path) -> None:
+    m.ingest([tree])
+    copy = tree / "en" / "perf-copy.md"
+    copy.write_text((tree / PERF).read_text("utf-8").replace("容量一万条", "容量五万条"), "utf-8")
+    report = m.ingest([tree])
+    assert report["renamed"] == 0 and report["ingested"] == 1
+    assert [s["action"] for s in report["sources"] if s["key"] == f"file:{copy}"] == ["new"]
+    assert _chunks(m, f"file:{tree / PERF}") and _chunks(m, f"file:{copy}")
+
+
+def test_a_rename_with_a_rewritten_body_is_a_delete_and_an_add(m: Mnemo, tree: Path) -> None:
+    m.ingest([tree])
+    old_key, moved = f"file:{tree / PERF}", tree / "en" / "rewritten.md"
+    moved.write_text("# 性能优化笔记\n\n全部重写了。\n\n## 新的一节\n\n内容和以前完全不同。\n", "utf-8")
+    (tree / PERF).unlink()
+    report = m.ingest([tree])
+    assert report["renamed"] == 0 and report["ingested"] == 1
+    assert _chunks(m, old_key) and m.store.get_source(old_key)["status"] == "active"  # kept without --sync, as before
+    assert m.ingest([tree], sync=True)["archived"] == len(_chunks(m, old_key, ("archived",))) > 0
+
+
+def test_rename_with_an_edit_after_sync_restores_the_unchanged_chunks(m: Mnemo, tree: Path) -> None:
+    # the inbox watcher sees the old file go (and archives it) before the new one arrives
+    m.ingest([tree])
+    old_key, moved = f"file:{tree / PERF}", tree.parent / "elsewhere.md"
+    ids = {c.content: c.id for c in _chunks(m, old_key)}
+    _rename_with_edit(tree, moved)
+    assert m.ingest([tree], sync=True)["archived"] == len(ids)
+    report = m.ingest([moved])
+    assert report["renamed"] == 1 and report["chunks"] == 1 and report["superseded"] == 1
+    active = _chunks(m, f"file:{moved}")
+    assert len(active) == len(ids) and len([c for c in active if ids.get(c.content) == c.id]) == len(ids) - 1
+    assert m.store.get_source(f"file:{moved}")["status"] == "active" and m.store.get_source(old_key) is None
+
+
+def test_edit_similarity_asks_for_half_of_each_version() -> None:
+    assert edit_similarity({"a", "b", "c2"}, {"a", "b", "c"}) == 0.5  # one paragraph of three edited
+    assert edit_similarity({"a", "b2"}, {"a", "b"}) > 0  # half of each, the smallest that counts
+    assert edit_similarity({"a", "x", "y"}, {"a", "b", "c"}) == 0  # only one paragraph kept
+    assert edit_similarity({"a", "x", "y", "z"}, {"a"}) == 0  # a small note quoted by a larger one
+    assert edit_similarity({"a"}, {"a", "b", "c"}) == 0  # most of the old one is gone
+    assert edit_similarity(set(), {"a"}) == edit_similarity({"a2"}, {"a"}) == 0
 
 
 def test_scope_tags_type_include_exclude(m: Mnemo, tree: Path) -> None:

@@ -61,6 +61,22 @@ class Site:
                             time.sleep(0.1)
                     except OSError:
                         pass
+                elif path == "/trickle-headers":  # the status line and headers, a byte every 0.2 s
+                    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Pad: " + b"a" * 200 + b"\r\n\r\n<p>late</p>"
+                    try:
+                        for i in range(len(head)):
+                            if site.stop.wait(0.2):
+                                break
+                            self.wfile.write(head[i:i + 1])
+                    except OSError:  # the client gave up: what the test wants
+                        pass
+                    self.close_connection = True
+                elif path.startswith("/slow-hop/"):  # each redirect well within the timeout, 0.4 s
+                    n = int(path.rsplit("/", 1)[1])
+                    site.stop.wait(0.4)
+                    self.send_response(302)
+                    self.send_header("Location", "/article" if n == 0 else f"/slow-hop/{n - 1}")
+                    self.end_headers()
                 elif path == "/stall":  # headers, then silence
                     self.send_response(200)
                     self.send_header("Content-Type", "text/html")
@@ -141,6 +157,26 @@ def test_a_page_that_trickles_forever_hits_the_total_deadline(site: Site) -> Non
     t0 = time.monotonic()
     with pytest.raises(IngestError, match="stalled"):
         fetch(site.url + "/stall", timeout=0.5, deadline=5)
+    assert time.monotonic() - t0 < 2
+
+
+def test_headers_that_trickle_in_hit_the_total_deadline(site: Site) -> None:
+    # each byte comes well within the 5 s timeout, so only a deadline over the whole fetch,
+    # headers included, ends it (it used to take one timeout per byte, not the deadline)
+    before = set(threading.enumerate())
+    t0 = time.monotonic()
+    with pytest.raises(IngestError, match="did not finish within the 1 s deadline"):
+        fetch(site.url + "/trickle-headers", timeout=5, deadline=1)
+    assert time.monotonic() - t0 < 2
+    # the server's own request threads aside, the fetch left nothing running behind it
+    assert [t.name for t in set(threading.enumerate()) - before if "process_request" not in t.name] == []
+
+
+def test_the_deadline_covers_every_redirect(site: Site) -> None:
+    assert fetch(site.url + "/slow-hop/1", timeout=5, deadline=5).final_url.endswith("/article")
+    t0 = time.monotonic()
+    with pytest.raises(IngestError, match="did not finish within the 1 s deadline"):
+        fetch(site.url + "/slow-hop/4", timeout=5, deadline=1)  # 2 s of hops, each 0.4 s
     assert time.monotonic() - t0 < 2
 
 

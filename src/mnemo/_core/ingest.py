@@ -12,6 +12,10 @@ path>``) recorded in the store's ``sources`` table with its content hash; its ch
   are, the others are *superseded* (kept, with an event) by the new chunks;
 * a document found at a new path with the content hash of a source whose file is gone is a
   *rename*: the source and its chunks move to the new key and nothing is re-embedded;
+* one whose content hash matches no such source, but which keeps most of the chunks of one
+  (:func:`mnemo._ingest.chunk.edit_similarity`), was *renamed and edited*: the source moves
+  to the new key, then the edit is handled like any other (unchanged chunks stay, the rest
+  are superseded), so the same paragraph is not stored twice under two keys;
 * ``sync=True`` archives the chunks of files that are gone from the folders ingested.
 
 A bad document never stops a run: it is reported in ``skipped`` with the reason.
@@ -29,7 +33,17 @@ from typing import TYPE_CHECKING, Any
 
 from .._base import text as _text
 from .._base.models import check_scope, check_tags, check_type, format_time, utcnow
-from .._ingest.chunk import DEFAULT_CHUNK_CHARS, Chunk, check_chunk_chars, chunk_markdown, chunk_text, embed_prefix, first_heading, parse_front_matter
+from .._ingest.chunk import (
+    DEFAULT_CHUNK_CHARS,
+    Chunk,
+    check_chunk_chars,
+    chunk_markdown,
+    chunk_text,
+    edit_similarity,
+    embed_prefix,
+    first_heading,
+    parse_front_matter,
+)
 from .._ingest.docs import DEFAULT_MAX_BYTES, Document, document_time, read_document, walk
 from ..errors import IngestError, InvalidInputError
 
@@ -93,13 +107,15 @@ class IngestOps:
         run.report["skipped"].extend(found.skipped)
         run.report["files_seen"] += len(found.skipped)
         run.total = len(found.files) + len(urls)
+        # a key whose file name was redacted names no file on disk: the walk says it is there
+        run.present = {self._scrub(str(path)) for path, _ in found.files}
         for path, kind in found.files:
             run.step(str(path), lambda: self._ingest_file(path, kind, run, max_bytes=max_bytes, **opts))
         for url in urls:
             run.step(url, lambda: self._ingest_url(url, run, timeout=web_timeout, deadline=web_deadline, max_bytes=max_bytes, **opts))
         if sync:
             gone = [Path(x).absolute() for x in items if not is_url(x) and not os.path.lexists(os.path.expanduser(x))]
-            self._sync_deleted(found.roots, gone, run, present={self._scrub(str(path)) for path, _ in found.files})
+            self._sync_deleted(found.roots, gone, run, present=run.present)
         report = run.finish()
         if run.total and not (report["ingested"] or report["unchanged"] or report["renamed"] or report["archived"]):
             reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in report["skipped"][:3])
@@ -139,13 +155,23 @@ class IngestOps:
         run.timings["chunk"] += time.perf_counter() - t0
         key = ("chat:" if parsed.kind == "chat" else "file:") + where
         existing = self.store.get_source(key)
+        extra: dict[str, Any] = {"encoding": doc.encoding, "path": where}
+        renamed_from = None
         if existing is None or existing["status"] != "active":
-            old = self._renamed_from(doc.content_hash, parsed.kind, key, opts)
+            old = self._renamed_from(doc.content_hash, parsed.kind, key, run, opts)
             if old is not None:
                 self._rename(old, key, doc, run)
                 return
+        if existing is None:  # a key with a row of its own (deleted, now back) keeps it
+            old = self._edited_from(parsed, key, run, opts)
+            if old is not None:
+                # two steps, each consistent: the move, then the edit as an ordinary update (a
+                # failure between them leaves the moved source, updated by the next ingest)
+                self._move_to(old, key, doc, run)
+                existing, renamed_from = self.store.get_source(key), old["key"]
+                extra["renamed_from"] = renamed_from
         self._write(key, parsed, run, existing=existing, size=doc.size, mtime=doc.mtime, content_hash=doc.content_hash,
-                    extra={"encoding": doc.encoding, "path": where}, **opts)
+                    extra=extra, renamed_from=renamed_from, **opts)
 
     def _redacted_document(self: "Mnemo", doc: Document) -> Document:
         """The document with its text redacted whole, before any chunk boundary can cut a key in
@@ -189,8 +215,9 @@ class IngestOps:
 
     def _write(self: "Mnemo", key: str, parsed: "_Parsed", run: "_Run", *, existing: dict[str, Any] | None, size: int,
                mtime: float | None, content_hash: str, extra: dict[str, Any], scope: str, type: str, tags: list[str],
-               chunk_chars: int, capture: bool) -> None:
-        """Write a new or changed document: keep unchanged chunks, supersede the rest, insert new."""
+               chunk_chars: int, capture: bool, renamed_from: str | None = None) -> None:
+        """Write a new or changed document: keep unchanged chunks, supersede the rest, insert new.
+        ``renamed_from``: the key the source just moved from (a rename with an edit)."""
         if not parsed.records:
             raise IngestError("no text to ingest")
         t0 = time.perf_counter()
@@ -235,8 +262,14 @@ class IngestOps:
                 run.timings["store"] += time.perf_counter() - t1
         run.report["chunks"] += len(written)
         run.report["superseded"] += len(replaced)
-        run.done(key, "updated" if existing is not None and existing["status"] == "active" else "new", len(parsed.records),
-                 kept=kept)
+        if renamed_from is not None:
+            # counted as a rename and, since chunks were written, as ingested like any update
+            run.report["renamed"] += 1
+            run.report["ingested"] += 1
+            run.done(key, "renamed", len(parsed.records), kept=kept, renamed_from=renamed_from, edited=True)
+        else:
+            run.done(key, "updated" if existing is not None and existing["status"] == "active" else "new", len(parsed.records),
+                     kept=kept)
         if capture and parsed.messages:
             self._capture_chat(parsed.messages, scope, key, run)
 
@@ -280,31 +313,70 @@ class IngestOps:
 
     # ------------------------------------------------------------ renames and deletions
 
-    def _renamed_from(self: "Mnemo", content_hash: str, kind: str, key: str, opts: dict[str, Any]) -> dict[str, Any] | None:
+    def _renamed_from(self: "Mnemo", content_hash: str, kind: str, key: str, run: "_Run", opts: dict[str, Any]) -> dict[str, Any] | None:
         """A source with this content whose file is gone: the document was renamed or moved."""
         for src in self.store.sources_by_hash(content_hash):
-            path = src["key"].split(":", 1)[1]
-            if (src["key"] != key and src["key"].startswith(("file:", "chat:")) and src["kind"] == kind
-                    and src["scope"] == opts["scope"] and src["metadata"].get("chunk_chars") == opts["chunk_chars"]
-                    and not os.path.lexists(path)):
+            if _could_have_moved(src, kind, key, opts, run.present):
                 return src
         return None
 
+    def _edited_from(self: "Mnemo", parsed: "_Parsed", key: str, run: "_Run", opts: dict[str, Any]) -> dict[str, Any] | None:
+        """A source whose file is gone and whose chunks this new document mostly keeps: the
+        document was renamed (or moved) and edited. Compared by the content hashes of the
+        chunks' text, not by their embedding keys: a title taken from the file name changes
+        with the name, and so does every chunk's prefix."""
+        new = {_text.content_hash(rec["content"]) for rec in parsed.records}
+        best, best_score = None, 0.0
+        for src in self._vanished(parsed.kind, run):
+            # a source of fewer than half as many chunks cannot keep half of this one: skip it
+            # before reading its chunks (its distinct chunks are at most its count)
+            if 2 * src["chunks"] < len(new) or not _could_have_moved(src, parsed.kind, key, opts, run.present):
+                continue
+            score = edit_similarity(new, self._chunk_hashes(src, run))
+            if score > best_score:
+                best, best_score = src, score
+        return best
+
+    def _vanished(self: "Mnemo", kind: str, run: "_Run") -> list[dict[str, Any]]:
+        """Sources of this kind whose file is gone, listed once per run (a folder of new files
+        would otherwise list and stat every source once per file)."""
+        if kind not in run.vanished:
+            run.vanished[kind] = {src["key"]: src for src in self.store.list_sources(kind=kind)
+                                  if src["key"].startswith(("file:", "chat:")) and not os.path.lexists(src["key"].split(":", 1)[1])}
+        return list(run.vanished[kind].values())
+
+    def _chunk_hashes(self: "Mnemo", src: dict[str, Any], run: "_Run") -> set[str]:
+        """The content hashes of the chunks a rename would bring along: the active ones, or for a
+        source ``sync`` marked deleted, the archived ones a rename restores."""
+        if src["key"] not in run.chunk_hashes:
+            statuses = ("active",) if src["status"] == "active" else ("archived",)
+            run.chunk_hashes[src["key"]] = {m.content_hash for m in self.store.memories_by_source(src["key"], statuses)
+                                            if m.metadata.get("chunk_hash") is not None}
+        return run.chunk_hashes[src["key"]]
+
     def _rename(self: "Mnemo", old: dict[str, Any], key: str, doc: Document, run: "_Run") -> None:
-        """Move a source and its chunks to the new key; nothing is re-embedded. A source whose
-        chunks ``sync`` had archived comes back to life."""
+        """Move a source and its chunks to the new key; nothing is re-embedded."""
+        self._move_to(old, key, doc, run)
+        run.report["renamed"] += 1
+        run.done(key, "renamed", old["chunks"], renamed_from=old["key"])
+
+    def _move_to(self: "Mnemo", old: dict[str, Any], key: str, doc: Document, run: "_Run") -> None:
+        """Move a source and its chunks to the new key, with a ``renamed`` event in each chunk's
+        history. A source whose chunks ``sync`` had archived comes back to life."""
         with self.store.transaction():
             meta = {**old["metadata"], "path": self._scrub(str(doc.path)), "renamed_from": old["key"]}
             self.store.rename_source(old["key"], key, meta)
-            if old["status"] != "active":
-                for mem in self.store.memories_by_source(key, ("archived",)):
-                    if mem.metadata.get("chunk_hash") is not None:
-                        self.store.set_status(mem.id, "active")
-                        self.store.add_event(mem.id, "restored", "ingest", {"from": "archived", "source": key})
+            for mem in self.store.memories_by_source(key, None):
+                if mem.metadata.get("chunk_hash") is None:
+                    continue
+                self.store.add_event(mem.id, "renamed", "ingest", {"from": old["key"], "to": key})
+                if old["status"] != "active" and mem.status == "archived":
+                    self.store.set_status(mem.id, "active")
+                    self.store.add_event(mem.id, "restored", "ingest", {"from": "archived", "source": key})
             src = self.store.get_source(key) or {}
             self.store.put_source({**src, "status": "active", "mtime": doc.mtime, "updated_at": format_time(utcnow())})
-        run.report["renamed"] += 1
-        run.done(key, "renamed", old["chunks"], renamed_from=old["key"])
+        for cached in run.vanished.values():  # it is no longer there to be claimed by another file
+            cached.pop(old["key"], None)
 
     def _move_source(self: "Mnemo", old_key: str, new_key: str) -> None:
         """Point a source and its chunks at the file's new place (the inbox moved it)."""
@@ -430,6 +502,16 @@ def _chat_parsed(doc: Document, messages: list[Any], chunk_chars: int) -> _Parse
     return _Parsed("chat", title, messages[0].time, "first message", "", [], messages, records)
 
 
+def _could_have_moved(src: dict[str, Any], kind: str, key: str, opts: dict[str, Any], present: set[str]) -> bool:
+    """Whether a source may be the earlier place of a document found at ``key``: another file or
+    chat source of the same kind, ingested with the same scope and chunk size, whose file is gone
+    (so a copy, its original still there, is never taken for a rename)."""
+    path = src["key"].split(":", 1)[1]
+    return (src["key"] != key and src["key"].startswith(("file:", "chat:")) and src["kind"] == kind
+            and src["scope"] == opts["scope"] and src["metadata"].get("chunk_chars") == opts["chunk_chars"]
+            and path not in present and not os.path.lexists(path))
+
+
 def _unchanged(existing: dict[str, Any] | None, content_hash: str, opts: dict[str, Any]) -> bool:
     return (existing is not None and existing["status"] == "active" and existing["content_hash"] == content_hash
             and existing["scope"] == opts["scope"] and existing["metadata"].get("chunk_chars") == opts["chunk_chars"]
@@ -450,6 +532,12 @@ class _Run:
         self.progress = progress
         self.total = 0
         self.seen = 0
+        #: the (redacted) paths this run's walk found
+        self.present: set[str] = set()
+        #: per source kind, the sources whose file was gone when first asked (see _vanished)
+        self.vanished: dict[str, dict[str, dict[str, Any]]] = {}
+        #: the chunk content hashes of those sources, read when first compared
+        self.chunk_hashes: dict[str, set[str]] = {}
         self.timings = {"read": 0.0, "chunk": 0.0, "embed": 0.0, "store": 0.0}
         self.report: dict[str, Any] = {"files_seen": 0, "ingested": 0, "unchanged": 0, "skipped": [], "chunks": 0,
                                        "superseded": 0, "archived": 0, "renamed": 0, "bytes": 0, "sources": []}

@@ -16,6 +16,7 @@ tells the model what a paragraph is about without changing what the user reads b
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -332,3 +333,26 @@ def first_heading(text: str, start: int = 0) -> str | None:
         if block.kind == "heading" and block.level == 1 and block.title:
             return block.title
     return None
+
+
+# ---------------------------------------------------------------- two versions of one document
+
+def edit_similarity(new: Collection[str], old: Collection[str]) -> float:
+    """How likely a new document is an edited version of an old one, from the hashes of their
+    chunks' text (``0.0``: not the same document; otherwise the Jaccard index, to rank
+    candidates).
+
+    A chunk is a paragraph-sized unit and its hash is exact, so a shared hash is a paragraph
+    carried over unchanged, never a coincidence of wording; a light edit changes the few chunks
+    it touches and leaves the rest. The rule asks that at least half the chunks of *each*
+    version be found in the other: half of the new one, so that a new document which merely
+    quotes a paragraph or shares a template's boilerplate does not take over an old one; half of
+    the old one, so that a large new document does not swallow a small note it absorbed. Hence
+    a three-paragraph note with one paragraph edited matches (2 of 3 both ways), while a body
+    rewritten throughout does not. A one-chunk document edited shares nothing: telling its edit
+    from a different note would need a text comparison, and it is treated as new, as before."""
+    new_set, old_set = set(new), set(old)
+    shared = len(new_set & old_set)
+    if not shared or 2 * shared < max(len(new_set), len(old_set)):
+        return 0.0
+    return shared / len(new_set | old_set)
