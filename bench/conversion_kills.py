@@ -105,15 +105,19 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_in_process(_env(home), args)
 
 
-def run_in_process(env: dict[str, str], args: tuple[str, ...] | list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_in_process(env: dict[str, str], args: tuple[str, ...] | list[str], *, cwd: Path | None = None,
+                   stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """`mnemo ARGS` in this process with ``env`` as the whole environment (and ``cwd`` as the
-    working folder), both restored afterwards; the exit code and output as a subprocess gives them."""
+    working folder, ``stdin`` as standard input), all restored afterwards; the exit code and
+    output as a subprocess gives them."""
     import contextlib
     import io
 
     from mnemo._entry import main as entry
 
-    saved, here = dict(os.environ), os.getcwd()
+    saved, here, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
     os.environ.clear()
     os.environ.update(env)
     if cwd is not None:
@@ -129,6 +133,7 @@ def run_in_process(env: dict[str, str], args: tuple[str, ...] | list[str], *, cw
         os.chdir(here)
         os.environ.clear()
         os.environ.update(saved)
+        sys.stdin = saved_stdin
     return subprocess.CompletedProcess(["mnemo", *args], code, out.getvalue(), err.getvalue())
 
 

@@ -130,3 +130,27 @@ def test_a_url_query_token_is_not_kept(m: Mnemo) -> None:
 
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     assert token not in m._scrub(f"https://example.com/page?access_token={token}&x=1")
+
+
+def test_a_file_name_is_redacted_apart_from_its_extension(m: Mnemo, tmp_path: Path) -> None:
+    """Read whole, "alice@example.com.md" is an address at the domain "com.md" whose TLD is a
+    file extension (left alone); "PIN 519302.md" is a number glued to ".md"."""
+    folder = tmp_path / "联系人 alice@example.com"
+    folder.mkdir()
+    for name in ("alice@example.com.md", "张伟 13629243011.md", "bob@example.org.txt"):
+        (folder / name).write_text("# 联系人\n\n周一上午联系。\n", "utf-8")
+    m.ingest([folder])
+    stored = _everything(m)
+    assert "alice@example.com" not in stored and "13629243011" not in stored and "bob@example.org" not in stored
+    assert m.ingest([folder])["unchanged"] == 3  # the redacted keys are stable
+    assert len(m.sources()) == 3
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("记住：aliyun configure --access-key-secret 0iF3wLhpnLj8IWMUBj6JipxU3Q5ti2，这个以后要用", "0iF3wLhpnLj8IWMUBj6JipxU3Q5ti2"),
+    ("记住：login with user demo and password Winter_56454*，这个以后要用", "Winter_56454*"),
+])
+def test_a_value_followed_by_chinese_punctuation_is_still_masked(m: Mnemo, text: str, secret: str) -> None:
+    m.auto(text)
+    m.remember(text, dedup=False)
+    assert secret not in _everything(m)

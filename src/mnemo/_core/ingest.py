@@ -108,7 +108,7 @@ class IngestOps:
         run.report["files_seen"] += len(found.skipped)
         run.total = len(found.files) + len(urls)
         # a key whose file name was redacted names no file on disk: the walk says it is there
-        run.present = {self._scrub(str(path)) for path, _ in found.files}
+        run.present = {self._scrub_path(str(path)) for path, _ in found.files}
         for path, kind in found.files:
             run.step(str(path), lambda: self._ingest_file(path, kind, run, max_bytes=max_bytes, **opts))
         for url in urls:
@@ -144,7 +144,7 @@ class IngestOps:
         doc = self._redacted_document(read_document(path, kind, max_bytes=max_bytes))
         run.timings["read"] += time.perf_counter() - t0
         run.report["bytes"] += doc.size
-        where = self._scrub(str(path))  # a file name can hold a phone number (张伟-136…-简历.md)
+        where = self._scrub_path(str(path))  # a file name can hold a phone number (张伟-136…-简历.md)
         for prefix in ("file:", "chat:"):  # checked before parsing: an unchanged file costs a hash
             existing = self.store.get_source(prefix + where)
             if existing is not None and _unchanged(existing, doc.content_hash, opts):
@@ -172,6 +172,22 @@ class IngestOps:
                 extra["renamed_from"] = renamed_from
         self._write(key, parsed, run, existing=existing, size=doc.size, mtime=doc.mtime, content_hash=doc.content_hash,
                     extra=extra, renamed_from=renamed_from, **opts)
+
+    def _scrub_path(self: "Mnemo", path: str) -> str:
+        """A path redacted one name at a time, each name apart from its extension: a file name
+        can hold a phone number or an e-mail address (张伟-136…-简历.md), and read whole,
+        ``alice@example.com.md`` is an address at the domain ``com.md`` whose "TLD" is a file
+        extension, which the redactor leaves alone. Names are redacted independently, so a
+        folder's redacted path is a prefix of its files' redacted paths."""
+        if self.redactor is None:
+            return path
+        names = []
+        for name in path.split(os.sep):
+            stem, dot, ext = name.rpartition(".")
+            if dot and stem and len(ext) <= 8 and ext.isalnum():
+                name = self._scrub(stem) + "." + ext
+            names.append(self._scrub(name))
+        return os.sep.join(names)
 
     def _redacted_document(self: "Mnemo", doc: Document) -> Document:
         """The document with its text redacted whole, before any chunk boundary can cut a key in
@@ -364,7 +380,7 @@ class IngestOps:
         """Move a source and its chunks to the new key, with a ``renamed`` event in each chunk's
         history. A source whose chunks ``sync`` had archived comes back to life."""
         with self.store.transaction():
-            meta = {**old["metadata"], "path": self._scrub(str(doc.path)), "renamed_from": old["key"]}
+            meta = {**old["metadata"], "path": self._scrub_path(str(doc.path)), "renamed_from": old["key"]}
             self.store.rename_source(old["key"], key, meta)
             for mem in self.store.memories_by_source(key, None):
                 if mem.metadata.get("chunk_hash") is None:
@@ -380,7 +396,7 @@ class IngestOps:
 
     def _move_source(self: "Mnemo", old_key: str, new_key: str) -> None:
         """Point a source and its chunks at the file's new place (the inbox moved it)."""
-        old_key, new_key = self._scrub(old_key), self._scrub(new_key)  # keys hold redacted paths
+        old_key, new_key = (k.split(":", 1)[0] + ":" + self._scrub_path(k.split(":", 1)[1]) for k in (old_key, new_key))  # keys hold redacted paths
         with self.store.transaction():
             src = self.store.get_source(old_key)
             if src is not None:
@@ -394,15 +410,15 @@ class IngestOps:
         candidates: dict[str, dict[str, Any]] = {}
         for root in roots:
             for kind in ("file:", "chat:"):
-                for src in self.store.list_sources(status="active", prefix=kind + self._scrub(str(root)) + os.sep):
+                for src in self.store.list_sources(status="active", prefix=kind + self._scrub_path(str(root)) + os.sep):
                     candidates[src["key"]] = src
         for path in gone:
             for kind in ("file:", "chat:"):
-                src = self.store.get_source(kind + self._scrub(str(path)))
+                src = self.store.get_source(kind + self._scrub_path(str(path)))
                 if src is not None and src["status"] == "active":
                     candidates[src["key"]] = src
                 # a deleted folder: every file that was ingested from under it
-                for src in self.store.list_sources(status="active", prefix=kind + self._scrub(str(path)) + os.sep):
+                for src in self.store.list_sources(status="active", prefix=kind + self._scrub_path(str(path)) + os.sep):
                     candidates[src["key"]] = src
         for key, src in candidates.items():
             if key.split(":", 1)[1] in present or os.path.lexists(key.split(":", 1)[1]):

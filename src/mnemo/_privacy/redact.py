@@ -105,6 +105,7 @@ _HEADER_OR_FLAG = re.compile(  # "Authorization: Bearer …", "--password hunter
     re.I | _A)
 # A console label then a space (no "="): "AppSecret 40ba…", "SecretKey FPQ…", "SK: cvk…". Without
 # a separator only a long random-looking value convinces (checked in _scan_assignment).
+_CJK_TAIL = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 _LABELLED = re.compile(
     r"(?<![\w-])(?:app[_ ]?secret|secret[_ ]?key|access[_ ]?key[_ ]?secret|SK)"
     r"(?:[ \t]*(?:[:：=]|是|为)[ \t]*|[ \t]+)[\"']?([A-Za-z0-9+/=_-]{16,})", re.I | _A)
@@ -249,7 +250,7 @@ def _scan_assignment(t: str) -> Iterator[_Span]:
             yield span
     if "pass" in low or "pwd" in low:
         for m in _PW_SPACE.finditer(t):
-            v = m.group(1).rstrip(".,;:?!")
+            v = _CJK_TAIL.split(m.group(1), 1)[0].rstrip(".,;:?!")
             if (v.isascii() and len(v) >= 6 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
                     and (any(c.isupper() for c in v) and any(c.islower() for c in v) or not v.isalnum())
                     and not _placeholder(v) and not _DOTTED.fullmatch(v) and "(" not in v and "=" not in v
@@ -264,7 +265,8 @@ def _scan_assignment(t: str) -> Iterator[_Span]:
         return
     for m in _HEADER_OR_FLAG.finditer(t):
         g = next(g for g in (1, 2, 3, 4, 5) if m.group(g) is not None)
-        v = m.group(g).rstrip(".,;:?")
+        # a value ends at Chinese text or full-width punctuation ("--secret X，这个以后要用")
+        v = _CJK_TAIL.split(m.group(g), 1)[0].rstrip(".,;:?")
         random = _mixed(v) or (any(c.isupper() for c in v[1:]) and any(c.islower() for c in v))
         if not _placeholder(v) and (random if g == 1 else v.isascii() and not (v.isalpha() and v.islower())):
             yield m.start(g), m.start(g) + len(v)
