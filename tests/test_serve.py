@@ -16,6 +16,7 @@ import pytest
 from mnemo import Mnemo
 from mnemo._hooks.client import lock_path, request, service_running, socket_path
 from mnemo._settings.scope import project_scope
+from mnemo.errors import MnemoError
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
 DATA = Path(__file__).parent / "data" / "hooks"
@@ -187,3 +188,88 @@ def test_one_service_per_database_however_its_url_is_spelled(tmp_path: Path, mon
     (tmp_path / "a.db").touch()
     (tmp_path / "link.db").symlink_to(tmp_path / "a.db")
     assert socket_path(str(tmp_path / "link.db")) == socket_path(str(tmp_path / "a.db")) != socket_path(str(tmp_path / "b.db"))
+
+
+def test_a_store_file_copied_over_is_reopened_not_corrupted(store: Path, tmp_path: Path) -> None:
+    """`cp other.db memory.db` while the service runs keeps the inode: the service notices the
+    new bytes before the next request, reopens the file and saves into the copied store; the
+    old store's pages and log never mix into it."""
+    import shutil
+
+    import apsw
+    from fake_embedder import FakeEmbedder
+
+    root = tmp_path / "app"
+    other = tmp_path / "other.db"
+    with Mnemo(other, embedder=FakeEmbedder()) as m:  # another store with its own memories and log
+        for i in range(40):  # more pages than the old store: a stale page cache would show
+            m.remember(f"Kubernetes note {i}: the cluster runs deployment number {i} on Fridays", scope=project_scope(root))
+        m.remember("We use MySQL 8 for the main database", type="decision", scope=project_scope(root))
+        m.context("which database", scope=project_scope(root), session="other-session")
+    env = {**os.environ, "MNEMO_SERVE_IDLE_SECONDS": "0"}  # a hook the service did not answer starts none
+    proc = _serve(store, idle=60)
+    try:
+        def hook(session: str) -> str:
+            served = request(str(store), {"op": "ping"})["served"]
+            r = subprocess.run([MNEMO, "hook", "user-prompt", "--db", str(store)], input=_payload(root, session),
+                               capture_output=True, text=True, timeout=60, env=env)
+            assert r.returncode == 0, r.stderr
+            assert request(str(store), {"op": "ping"})["served"] == served + 2, "not answered by the service"
+            return r.stdout
+
+        assert "PostgreSQL 16" in hook("before-copy")  # saved through the service: its injection log
+        inode = os.stat(store).st_ino
+        shutil.copyfile(other, store)  # what `cp other.db memory.db` does: same inode, new bytes
+        assert os.stat(store).st_ino == inode
+        out = hook("after-copy")
+        assert "MySQL 8" in out and "PostgreSQL 16" not in out  # read from the copied store
+        assert request(str(store), {"op": "ping"})["pid"] == proc.pid  # the same service, reopened
+        request(str(store), {"op": "stop"})
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    conn = apsw.Connection(str(store), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert [r[0] for r in conn.execute("PRAGMA integrity_check")] == ["ok"]
+        contents = [r[0] for r in conn.execute("SELECT content FROM memories")]
+        sessions = {r[0] for r in conn.execute("SELECT session FROM injections")}
+    finally:
+        conn.close()
+    assert "We use MySQL 8 for the main database" in contents and len(contents) == 41
+    assert not any("PostgreSQL" in c for c in contents)
+    assert "after-copy" in sessions and "other-session" in sessions and "before-copy" not in sessions
+    with Mnemo(store, embedder=FakeEmbedder()) as m:
+        assert m.store.integrity_problems() == [] and m.stats()["total"] == 41
+
+
+def test_refresh_reopens_a_store_copied_over_it(tmp_path: Path) -> None:
+    """The store's own check, as any long-running process uses it between requests."""
+    import shutil
+
+    from fake_embedder import FakeEmbedder
+
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with Mnemo(b, embedder=FakeEmbedder()) as m:
+        m.remember("The queue is RabbitMQ")
+    with Mnemo(a, embedder=FakeEmbedder()) as m:
+        m.remember("The queue is Kafka")
+        assert m.recall("queue")[0].memory.content == "The queue is Kafka"
+        assert m.refresh() is False  # nothing changed: the store stays as it is
+        assert m.refresh(idle=True) is False  # after a request: the log written back, the file let go
+        assert not Path(f"{a}-wal").exists()
+        assert m.recall("queue")[0].memory.content == "The queue is Kafka"  # opened again on first use
+        m.refresh(idle=True)
+        shutil.copyfile(b, a)
+        assert m.refresh() is True
+        assert [h.memory.content for h in m.recall("queue")] == ["The queue is RabbitMQ"]
+        m.remember("The cache is Redis")
+        assert m.refresh(idle=True) is False
+        assert m.stats()["total"] == 2 and m.store.integrity_problems() == []
+        m.refresh(idle=True)
+        (tmp_path / "c.db").write_bytes(b"not a database at all, just some bytes" * 200)
+        shutil.copyfile(tmp_path / "c.db", a)
+        with pytest.raises(MnemoError):
+            m.refresh()
+    with Mnemo(b, embedder=FakeEmbedder()) as m:
+        assert m.stats()["total"] == 1

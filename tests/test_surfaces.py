@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 
 from mnemo import Mnemo
-from mnemo._mcp.server import TOOLS
 from mnemo._entry import OPERATIONS
+from mnemo._mcp.server import TOOLS
 
 #: public Mnemo methods that are not operations of their own, on any surface
 NOT_OPERATIONS = {
@@ -23,6 +23,7 @@ NOT_OPERATIONS = {
     "before_compaction": "hook bookkeeping: the PreCompact hook keeps what was injected",
     "after_compaction": "hook bookkeeping: SessionStart(compact) or the next prompt injects it again",
     "prune_sessions": "hook bookkeeping: SessionStart drops old sessions' injected lists",
+    "refresh": "the warm service's check between requests for a store file replaced under it",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {

@@ -164,6 +164,8 @@ class ContextOps:
         ids = [c["id"] for c in chosen]
         result.update(text="\n".join([start, *lines, end]), memories=chosen, tokens=used)
         stamp = format_time(parse_time(now) if now else utcnow())
+        if getattr(self.store, "read_only", False):  # a read-only store still answers; it keeps no log
+            return result
         with self.store.transaction():
             if session:
                 self.store.set_session_value(session, "injected", sorted(seen | set(ids)), stamp)
@@ -291,11 +293,15 @@ class ContextOps:
         session start: old sessions' "already injected" lists are never needed again)."""
         from datetime import timedelta
 
+        if getattr(self.store, "read_only", False):  # bookkeeping: nothing to prune in a store kept as it is
+            return 0
         with self.store.transaction():
             return self.store.prune_sessions(format_time(utcnow() - timedelta(days=days)))
 
     def _session_note(self: "Mnemo", session: str, key: str, value: Any) -> None:
         """Keep a small JSON value for an assistant session (hooks' bookkeeping; None deletes it)."""
+        if getattr(self.store, "read_only", False):  # best effort, like a cache: a read-only store keeps none
+            return
         with self.store.transaction():
             self.store.set_session_value(session, key, value, format_time(utcnow()))
 

@@ -351,8 +351,11 @@ class MaintenanceOps:
             "any mnemo command finishes an interrupted encrypt/decrypt/rekey; delete the files named")
         return out
 
-    def _write_probe(self: "Mnemo") -> tuple[bool, str, str]:
+    def _write_probe(self: "Mnemo") -> tuple[bool | None, str, str]:
         """Write a memory, find it by words and by meaning, then roll everything back."""
+        reason = getattr(self.store, "read_only_reason", "")
+        if reason:  # a warning, not a failure: reading is all a read-only store is for
+            return None, f"skipped: the store is read-only here ({reason})", "copy it somewhere writable to change it"
         marker = f"mnemo doctor probe {os.urandom(4).hex()}"
         mem = self._prepare({"content": marker, "scope": "mnemo:doctor"})
         vec = self._embed([marker], query=False)

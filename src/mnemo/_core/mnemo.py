@@ -76,6 +76,8 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     a :class:`~mnemo._privacy.redact.Redactor` to configure them; ``False`` to turn redaction off).
     ``chat`` (an OpenAI-compatible endpoint, off by default) judges unclear write-time decisions
     and writes consolidation summaries; without it, rules and extractive summaries are used.
+    ``read_only`` opens a store file for reading only (one that cannot be written here, such as
+    a read-only mount, is opened that way by itself): reads work, writes raise ``StoreError``.
     """
 
     def __init__(
@@ -94,8 +96,9 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         redactor: Redactor | None | bool = True,
         decay_days: float = 90.0,
         chat: ChatClient | None = None,
+        read_only: bool = False,
     ):
-        self.store: Store = open_store(os.fspath(path_or_url), create=create, key=key)
+        self.store: Store = open_store(os.fspath(path_or_url), create=create, key=key, read_only=read_only)
         self.scope = check_scope(scope)
         self.weights = Weights(half_life_days=half_life_days, decay_days=decay_days)
         if min_score is not None:
@@ -115,6 +118,19 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
     def close(self) -> None:
         """Release the store."""
         self.store.close()
+
+    def refresh(self, *, idle: bool = False) -> bool:
+        """Catch up with the store's file between the requests of a long-running process (the
+        warm service): if the file was replaced under it (``cp other.db memory.db``) the store
+        is reopened and what was read from the old file is dropped; True when that happened.
+        ``idle`` (after a request) also lets go of the file until the next use, so that a copy
+        over it while the process waits never meets the old store's state."""
+        with self._lock:
+            refresh = getattr(self.store, "refresh", None)  # a database server needs none
+            if refresh is None or not refresh(idle=idle):
+                return False
+            self._index = None  # its rows are the old file's
+            return True
 
     def __enter__(self) -> "Mnemo":
         return self

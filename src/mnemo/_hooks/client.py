@@ -125,6 +125,13 @@ def service_running(db: str) -> bool:
     return bool(held_by_another(lock_path(db)))
 
 
+def _can_lock(db: str) -> bool:
+    """Whether a service could take the store's lock file: not beside a store in a read-only
+    folder or mount (the hook then answers in-process every time, as it must anyway)."""
+    path = lock_path(db)
+    return os.access(path, os.W_OK) if os.path.exists(path) else os.access(os.path.dirname(path), os.W_OK)
+
+
 def start_service(db: str, idle_seconds: float) -> None:
     """Start ``mnemo serve`` for ``db`` in the background, detached from this process."""
     import subprocess
@@ -198,7 +205,7 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
     reply = request(path, {"op": "hook", "event": event, "payload": payload, "settings": settings})
     if reply is None:
         idle = float(cfg["serve_idle_seconds"])
-        if idle > 0 and not service_running(path):
+        if idle > 0 and not service_running(path) and _can_lock(path):
             try:
                 start_service(path, idle)
             except OSError:

@@ -7,6 +7,14 @@ answers one JSON request per connection, and exits after ``idle_seconds`` withou
 (or on SIGTERM / a ``stop`` request), removing its socket. Hooks start it on demand, detached
 (:mod:`mnemo._hooks.client`), and work in-process when it is not there.
 
+The store file may change under it. A file moved over the store (a new inode: what ``encrypt``,
+``decrypt`` and ``rekey`` do) retires the service, since the new file may need a new key. A
+file copied over it (``cp other.db memory.db``: same inode, new bytes) is noticed before the
+next request and reopened (``Mnemo.refresh``). After each request the service writes the WAL
+back into the file and lets go of it (the model and the vector index stay loaded), so that
+while it waits nothing of the old store is held open to be mixed into a copy. Requests are
+served one at a time, so a request in progress always finishes on the handle it started with.
+
 Requests: ``{"op": "ping"}``, ``{"op": "hook", "event", "payload", "settings"}``,
 ``{"op": "stop"}``. Replies are one JSON object per line.
 """
@@ -22,7 +30,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._stores import is_url
-from ..errors import AlreadyServing, MnemoError, PayloadError
+from ..errors import AlreadyServing, MnemoError, PayloadError, StoreError
 from .client import lock_path, socket_path
 from .handlers import run_hook
 
@@ -59,7 +67,11 @@ class Service:
 
     def acquire(self) -> None:
         """Take the store's service lock, or raise :class:`AlreadyServing`."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a store in a read-only folder or mount: hooks answer in-process
+            raise StoreError(f"cannot serve {self.db}: its lock file {self.lock_path} cannot be written "
+                             f"({exc.strerror}); hooks answer without a service") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -85,6 +97,7 @@ class Service:
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.warm()  # before listening: until then hooks answer in-process instead of waiting
+            self._settle()
             if os.path.exists(self.sock_path):
                 os.unlink(self.sock_path)  # a dead service's socket: we hold the lock, so it is stale
             old_mask = os.umask(0o177)
@@ -142,6 +155,17 @@ class Service:
         except OSError:
             pass  # the hook gave up waiting; it answered in-process
         self.served += 1
+        if not self._stop:
+            self._settle()
+
+    def _settle(self) -> None:
+        """After a request, off the hook's clock: write the store's log back into its file, so
+        that between requests the file alone holds the store and a copy over it is never read
+        together with the old store's log (``Mnemo.refresh``)."""
+        try:
+            self.m.refresh(idle=True)
+        except Exception:
+            self._stop = True  # the store cannot be reopened: a new service will say why
 
     def handle(self, req: Any) -> dict[str, Any]:
         """Answer one request (never raises: a hook must always get an answer)."""
@@ -156,7 +180,14 @@ class Service:
         if op != "hook":
             return {"stderr": f"mnemo serve: unknown op {op!r}\n", "exit": 1}
         if self._file_identity() != self._identity:
-            # the store was replaced under us: let the hook work in-process and make way for a new service
+            # the store was moved over (encrypt/decrypt/rekey swap in a new file, perhaps with a new
+            # key): let the hook work in-process and make way for a new service with the new settings
+            self._stop = True
+            return {"stale": True}
+        try:
+            # a file copied over the store keeps its inode: reopen it before this request reads it
+            self.m.refresh()
+        except Exception:  # it cannot be opened as it is now: the hook says why in-process
             self._stop = True
             return {"stale": True}
         event = str(req.get("event"))

@@ -70,6 +70,7 @@ def open_mnemo(config: Config, *, create: bool = False, notice: Notice = _silent
         redactor=config.redactor(),
         decay_days=config["decay_days"],
         chat=config.chat(),
+        read_only=config["read_only"],
     )
 
 

@@ -33,7 +33,7 @@ from .rows import memory_values, row_to_memory, update_values
 from .shared import SharedStore
 from .sql import SQLITE, filter_clause, marks
 from .sqlite_convert import _backups, _convert_copy, _counts, _hidden, _hold, _shred, _verified, conversion_leftovers, recover_conversions, stale_conversions
-from .sqlite_file import BUSY_TIMEOUT_MS, SQLITE_HEADER, _connect, _private, _quote
+from .sqlite_file import BUSY_TIMEOUT_MS, SQLITE_HEADER, _connect, _private, _quote, connect_read_only, read_only_error, read_only_reason, unwritable
 from .sqlite_schema import LATEST_VERSION, MIGRATIONS
 from .traces import PurgeTraces
 
@@ -41,17 +41,21 @@ from .traces import PurgeTraces
 MIN_MATCH_BM25 = 0.5
 
 
-def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None) -> dict[str, Any]:
+def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None, read_only: bool = False) -> dict[str, Any]:
     """Encrypt, decrypt or re-key a store and its migration backups so that a kill at any
     instant leaves a store that opens with the old key or the new one (see the plan above):
     the backups' converted copies are made and verified first, then the store is copied,
     re-keyed, verified (integrity and counts) and swapped in atomically, then the backups.
     Until the swap the original is untouched; if anything fails it stays as it was. Other
-    mnemo processes must not write to the store meanwhile."""
+    mnemo processes must not write to the store meanwhile. A read-only store (``read_only``, or
+    one that cannot be written here) is refused before anything is made."""
     src_path = Path(path).expanduser()
     if old_key and old_key == new_key:
         raise StoreError("the new key is the same as the old one; nothing to do")
-    src = SQLiteStore(src_path, create=False, key=old_key)  # opening finishes or undoes a killed conversion
+    src = SQLiteStore(src_path, create=False, key=old_key, read_only=read_only)  # opening finishes or undoes a killed conversion
+    if src.read_only:
+        src.close()
+        raise read_only_error(src_path, src.read_only_reason)
     tmp = _hidden(src_path, "convert")
     held: list[int] = []
     made: list[Path] = []  # erased if this run fails before its commit point
@@ -125,14 +129,23 @@ class SQLiteStore(SharedStore, PurgeTraces):
 
     _DIALECT = SQLITE
 
-    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None):
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, key: str | None = None,
+                 read_only: bool = False):
         """Open (or create) the store at ``path``. With ``key`` the whole file is encrypted
-        (SQLite3 Multiple Ciphers, ChaCha20-Poly1305): pages, WAL, full-text rows and vectors."""
+        (SQLite3 Multiple Ciphers, ChaCha20-Poly1305): pages, WAL, full-text rows and vectors.
+        With ``read_only`` (or by itself, when the file, its folder or the mount cannot be
+        written) it is opened for reading only: reads work, a write raises :class:`StoreError`
+        ("the store at PATH is read-only: …"), nothing is migrated or created."""
         self.path = Path(path).expanduser()
         self.url = str(self.path)
         self._key = key or None
+        #: why this store is read-only here ("" when it is writable)
+        self.read_only_reason = "it was opened read-only (read_only, MNEMO_READ_ONLY)" if read_only else ""
+        self._asked_read_only = bool(read_only)
+        self._create = create
+        self._idle = False  # refresh(idle=True) let go of the connection; the next use opens it again
         if not self.path.exists():
-            if not create:
+            if not create or read_only:
                 raise StoreMissingError(f"no mnemo store at {self.path} (run `mnemo init` to create one)")
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -142,27 +155,81 @@ class SQLiteStore(SharedStore, PurgeTraces):
             raise StoreError(f"{self.path} is a folder, not a mnemo store file")
         elif not self.path.is_file():  # a device, a FIFO, a socket: SQLite would write a journal beside it
             raise StoreError(f"{self.path} is not a regular file, so it cannot be a mnemo store")
+        elif not read_only:
+            self.read_only_reason = read_only_reason(self.path) or ""
         new = not self.path.exists() or self.path.stat().st_size == 0
-        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
-        try:
-            self.conn = _connect(self.path, self._key, flags)
-            self._check_and_migrate()
-            self._configure()
-        except apsw.NotADBError:
-            self.close()
-            raise self._unreadable() from None
-        except apsw.CorruptError:
-            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
-        except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        if new and self.read_only_reason:
+            raise StoreError(f"the store at {self.path} is read-only ({self.read_only_reason}) and empty: "
+                             "there is no mnemo store to read")
+        self._open()
         self._txn_depth = 0
         self._vocab = False
         if new:
             _private(self.path)
         try:  # what an encrypt/decrypt/rekey killed midway left beside the store
-            self.recovered = recover_conversions(self.path, self._key)
+            self.recovered = [] if self.read_only else recover_conversions(self.path, self._key)
         except OSError:
             self.recovered = []
+        self._seen = self._file_state()  # what refresh() compares with (after the chmod above)
+
+    @property
+    def read_only(self) -> bool:
+        """True when this store can only be read here (see ``read_only_reason``)."""
+        return bool(self.read_only_reason)
+
+    def _open(self) -> apsw.Connection:
+        """A connection to the file, migrated and configured (checked only, when read-only)."""
+        self.conn = None  # type: ignore[assignment]
+        try:
+            if not self.read_only:
+                flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if self._create else 0)
+                self.conn = _connect(self.path, self._key, flags)
+                try:
+                    self._check_and_migrate()
+                    self._configure()
+                except (apsw.ReadOnlyError, apsw.CantOpenError):
+                    # writable by the look of it, yet SQLite cannot write (an odd mount, a lock file system)
+                    if self.path.stat().st_size == 0:
+                        raise
+                    self.close()
+                    self.read_only_reason = "SQLite cannot write the file here"
+            if self.read_only:
+                self.conn = connect_read_only(self.path, self._key)
+                self._check_schema_read_only()
+                self._configure()
+        except apsw.NotADBError:
+            self.close()
+            raise self._unreadable() from None
+        except apsw.CorruptError:
+            self.close()
+            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
+        except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
+            self.close()
+            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+        return self.conn
+
+    def _check_schema_read_only(self) -> None:
+        """A read-only store is used as it is: never migrated, so it must be at this code's schema."""
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this mnemo understands "
+                f"({LATEST_VERSION}); upgrade mnemo (pip install -U mnemo)"
+            )
+        if version == 0:
+            raise CorruptStoreError(f"{self.path} is not a mnemo store (an SQLite database without mnemo's schema)")
+        if version < LATEST_VERSION:
+            raise StoreError(
+                f"the store at {self.path} is read-only ({self.read_only_reason}) and its schema (version {version}) "
+                f"is older than this mnemo needs ({LATEST_VERSION}); it is upgraded when it is opened once where "
+                "it can be written (or copy it somewhere writable)"
+            )
+
+    def _read_only_error(self) -> StoreError:
+        return read_only_error(self.path, self.read_only_reason)
 
     def _unreadable(self) -> StoreError:
         """The right error for a file SQLite cannot read: wrong key, missing key, or not a store."""
@@ -190,7 +257,7 @@ class SQLiteStore(SharedStore, PurgeTraces):
     # ------------------------------------------------------------ lifecycle
 
     def _configure(self) -> None:
-        if self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        if not self.read_only and self.conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -243,24 +310,132 @@ class SQLiteStore(SharedStore, PurgeTraces):
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
-        conn = getattr(self, "conn", None)
+        self._idle = False
+        conn = self.__dict__.get("_conn")
         if conn is not None:
+            self._conn = None
             conn.close()
-            self.conn = None  # type: ignore[assignment]
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The connection; opened again on first use after :meth:`refresh` let go of it."""
+        conn = self.__dict__.get("_conn")
+        if conn is None and self.__dict__.get("_idle"):
+            self._idle = False
+            self._reopen()
+            conn = self._conn
+        return conn  # type: ignore[return-value]
+
+    @conn.setter
+    def conn(self, value: apsw.Connection | None) -> None:
+        self._conn = value
+
+    # ------------------------------------------------------------ a file replaced under a long-running process
+    # `cp other.db memory.db` rewrites the file in place (same inode) behind SQLite's back. In WAL
+    # mode a connection trusts its page cache, and every connection the WAL index in ``-shm``
+    # (which records the database's size in pages), until the WAL changes; a copy changes neither,
+    # so the next write would mix the old store's pages and size into the new file. A process
+    # that keeps the store (the warm service) calls ``refresh(idle=True)`` after each request: it
+    # writes the WAL back and lets go of the file, so that while it waits nothing of the old
+    # store is held open, and whoever opens the file next (this process, or a CLI command)
+    # starts from the file alone. ``refresh()`` before a request notices a file changed meanwhile.
+
+    def _file_state(self) -> tuple[int, ...] | None:
+        """What changes whenever the file's bytes do: device, inode, size, mtime and ctime (the
+        last one cannot be set back by ``cp -p``)."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _note_own_write(self) -> None:
+        """Our own commit may have checkpointed the WAL into the file: that change is ours."""
+        self._seen = self._file_state()
+
+    def _reopen(self) -> None:
+        """Open the file at the path again (after :meth:`refresh` let go of it, or found it replaced)."""
+        if not self.path.is_file():  # removed, or a folder now: never create an empty store in its place
+            raise StoreMissingError(f"the store at {self.path} was removed while it was open")
+        if not self._asked_read_only:  # a copy may be writable where the old file was not, or the reverse
+            self.read_only_reason = read_only_reason(self.path) or ""
+        self._vocab = False  # the temp table lived in the old connection
+        self._open()
+
+    def refresh(self, *, idle: bool = False) -> bool:
+        """Catch up with the file between the requests of a long-running process. If the file
+        was changed by something other than this store since it last looked (a copy over it; or
+        another process's checkpoint, which costs only a reopening), the old connection is
+        closed without writing anything into the file and the file is opened again: returns
+        True then. With ``idle`` it then writes the WAL back into the file and lets go of it
+        until the next use. Raises :class:`StoreError` when the file there now cannot be opened
+        (the store stays closed)."""
+        if self._txn_depth or (self.__dict__.get("_conn") is None and not self._idle):
+            return False  # inside a transaction, or closed
+        reopened = False
+        if self._file_state() != self._seen:
+            old = self.__dict__.get("_conn")
+            self._conn = None
+            self._idle = False
+            if old is not None:
+                # closed first, so that, with no other process holding the store, the next open
+                # rebuilds the WAL index from the file; and with no checkpoint, which would copy
+                # the old store's log into the new file
+                old.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+                old.close()
+            self._reopen()
+            reopened = True
+        conn = self.__dict__.get("_conn")
+        if idle and conn is not None:
+            if not self.read_only:
+                conn.setbusytimeout(100)  # a reader holding a snapshot: the log is written back later
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                except apsw.Error:
+                    pass  # busy, full: the log stays, nothing is lost
+            self._conn = None
+            self._idle = True
+            conn.close()  # the last connection also removes the emptied WAL
+        self._seen = self._file_state()
+        return reopened
 
     @contextmanager
     def _outer_transaction(self) -> Iterator[None]:
-        """The outermost write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """The outermost write transaction: ``BEGIN IMMEDIATE`` takes the write lock up front.
+
+        A store that cannot be written (read-only, a full disk, a disk error) raises
+        :class:`StoreError`, never a raw ``apsw`` error, so that a caller writing only a cache
+        (the anchors' vectors, access counts) can skip it and go on."""
+        if self.read_only:
+            raise self._read_only_error()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except apsw.ReadOnlyError:
+            raise self._read_only_error() from None
         self._txn_depth = 1
         try:
             yield
-        except BaseException:
+        except BaseException as exc:
             self._txn_depth = 0
-            self.conn.execute("ROLLBACK")
-            raise
+            if self.conn.in_transaction:  # SQLite may have rolled back by itself (a full disk, an I/O error)
+                self.conn.execute("ROLLBACK")
+            self._note_own_write()
+            better = unwritable(self.path, exc, self.read_only_reason)
+            if better is None:
+                raise
+            raise better from None
         self._txn_depth = 0
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            better = unwritable(self.path, exc, self.read_only_reason)
+            if better is None:
+                raise
+            raise better from None
+        finally:
+            self._note_own_write()
 
     # ------------------------------------------------------------ primitives of the shared methods (shared.py)
 
@@ -379,6 +554,8 @@ class SQLiteStore(SharedStore, PurgeTraces):
     @contextmanager
     def rolled_back(self) -> Iterator[None]:
         """A write transaction that is always rolled back (self-tests that must leave no trace)."""
+        if self.read_only:
+            raise self._read_only_error()
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
