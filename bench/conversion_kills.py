@@ -142,27 +142,17 @@ def run_in_process(env: dict[str, str], args: tuple[str, ...] | list[str], *, cw
 
 def build(folder: Path, memories: int) -> dict[str, Path]:
     """Plain and encrypted mnemo homes to copy per trial; returns ``{"plain": home, "encrypted": home}``."""
-    import apsw
     from fake_embedder import FakeEmbedder
+    from old_stores import v1_store
 
     from mnemo import Mnemo
     from mnemo._settings import keys
     from mnemo._stores.sqlite import convert
-    from mnemo._stores.sqlite_schema import MIGRATIONS
 
     plain = folder / "plain"
     plain.mkdir(parents=True, mode=0o700)
     db = plain / "memory.db"
-    conn = apsw.Connection(str(db))  # a schema-v1 store: the first open migrates it, with a backup
-    conn.execute("BEGIN")
-    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-    conn.execute(MIGRATIONS[0][2])
-    conn.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01T00:00:00Z')")
-    conn.execute("PRAGMA user_version=1")
-    conn.execute("INSERT INTO memories (id, content, type, scope, created_at, updated_at, content_hash, embed_hash, seq) "
-                 f"VALUES ('mem_v1', '{MARKER} from schema v1', 'note', 'global', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', 'h', 'e', 1)")
-    conn.execute("COMMIT")
-    conn.close()
+    v1_store(db, f"{MARKER} from schema v1")  # the first open migrates it, with a backup
     with Mnemo(db, embedder=FakeEmbedder()) as m:
         m.remember_many([{"content": f"{MARKER} memory {i}: the deploy window for service {i} is {i % 24}:00"}
                          for i in range(memories - 1)], dedup=False)

@@ -44,7 +44,6 @@ of look-alikes altered.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.server
 import json
 import os
@@ -362,34 +361,20 @@ def p_hooks(h: Home, rs: list[dict]) -> None:
 
 
 def p_mcp(h: Home, rs: list[dict]) -> None:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp_client import run_session
 
-    class Streams:
-        def __init__(self, streams: Any):
-            self.streams = streams
+    async def script(client: Any) -> None:
+        for r in rs:
+            c = canary("mcp", r["i"])
+            res = await client.call_tool("remember", {"content": f"{r['text']} {c}", "tags": _tag(r, c).split(","), "dedup": False})
+            if res.is_error:
+                raise RuntimeError(f"mcp remember: {res.content}")
+            mid = json.loads(res.content[0].text)["memory"]["id"]
+            await client.call_tool("edit", {"memory_id": mid, "content": f"{c} (edited) {r['text']}", "tags": _tag(r, c).split(",")})
+            await client.call_tool("auto", {"text": f"记住：{r['text']} {c}"})
+            await client.call_tool("context", {"query": f"{r['text']} {c}", "session": "mcp-" + SESSION})
 
-        async def __aenter__(self) -> Any:
-            return self.streams
-
-        async def __aexit__(self, *exc: Any) -> None:
-            return None
-
-    async def main() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp"], env=h.env, cwd=str(h.inputs))
-        with open(h.root / "mcp-stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as streams, Client(Streams(streams)) as client:
-                for r in rs:
-                    c = canary("mcp", r["i"])
-                    res = await client.call_tool("remember", {"content": f"{r['text']} {c}", "tags": _tag(r, c).split(","), "dedup": False})
-                    if res.is_error:
-                        raise RuntimeError(f"mcp remember: {res.content}")
-                    mid = json.loads(res.content[0].text)["memory"]["id"]
-                    await client.call_tool("edit", {"memory_id": mid, "content": f"{c} (edited) {r['text']}", "tags": _tag(r, c).split(",")})
-                    await client.call_tool("auto", {"text": f"记住：{r['text']} {c}"})
-                    await client.call_tool("context", {"query": f"{r['text']} {c}", "session": "mcp-" + SESSION})
-
-    asyncio.run(main())
+    run_session(script, errlog=h.root / "mcp-stderr.log", env=h.env, cwd=h.inputs)
 
 
 def p_llm(h: Home, rs: list[dict], endpoint: Any) -> None:

@@ -4,7 +4,6 @@ detached process), the CLI, and the detector's quality floor on the hand-labelle
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,14 +12,15 @@ import textwrap
 import time
 from pathlib import Path
 
+import benchmod
 import pytest
 from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
-from mnemo._core.capture import strip_private
-from mnemo._capture.detect import detect, split_sentences
 from mnemo._base.models import MEMORY_TYPES
+from mnemo._capture.detect import detect, split_sentences
 from mnemo._capture.transcript import parse
+from mnemo._core.capture import strip_private
 from mnemo.errors import InvalidInputError
 
 DATA = Path(__file__).parent / "data"
@@ -176,10 +176,7 @@ def test_strip_private() -> None:
 # ---------------------------------------------------------------- quality floor on the labelled set
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_detect", Path(__file__).parents[1] / "bench" / "detect.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return benchmod.load("detect")
 
 
 @pytest.mark.parametrize("split", ["ab", "c", "d", "e", "f", "g", "h", "i", "p", "j", "k"])

@@ -4,10 +4,9 @@ data file leaves the rules alone (and ``doctor`` says so), and training is deter
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
+import benchmod
 import numpy as np
 import pytest
 
@@ -19,11 +18,7 @@ BENCH = Path(__file__).parents[1] / "bench"
 
 
 def _bench(name: str):
-    sys.path.insert(0, str(BENCH))  # train_capture imports detect
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return benchmod.load(name)
 
 
 def _key(d) -> tuple[int, int]:

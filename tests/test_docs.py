@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
+import benchmod
 import click
 
 from mnemo._entry import OPERATIONS, main_group
@@ -13,11 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_cli_docs", ROOT / "scripts" / "gen_cli_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return benchmod.load("gen_cli_docs", "scripts")
 
 
 def test_cli_reference_is_current() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fake_embedder import FakeEmbedder
+from old_stores import v1_store
 
 from mnemo import Mnemo, StoreKeyError
 from mnemo._stores.sqlite import convert
@@ -222,22 +223,9 @@ def test_a_conversion_killed_midway_leaves_the_original_and_its_leftovers_are_cl
 def _v1_home(home: Path) -> Path:
     """A mnemo home whose store was migrated from schema v1 (so it has a migration backup) and
     then holds a few more memories; every memory holds MARKER."""
-    import apsw
-
-    from mnemo._stores.sqlite_schema import MIGRATIONS
-
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     db = home / "memory.db"
-    conn = apsw.Connection(str(db))
-    conn.execute("BEGIN")
-    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-    conn.execute(MIGRATIONS[0][2])
-    conn.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01T00:00:00Z')")
-    conn.execute("PRAGMA user_version=1")
-    conn.execute("INSERT INTO memories (id, content, type, scope, created_at, updated_at, content_hash, embed_hash, seq) "
-                 f"VALUES ('mem_v1', '{MARKER} v1', 'note', 'global', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', 'h', 'e', 1)")
-    conn.execute("COMMIT")
-    conn.close()
+    v1_store(db, f"{MARKER} v1")
     with Mnemo(db, embedder=FakeEmbedder()) as m:
         for i in range(5):
             m.remember(f"{MARKER} {i}")

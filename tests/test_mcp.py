@@ -2,52 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_client import run_session
 
 from mnemo._mcp.server import TOOLS
 
 pytest.importorskip("mcp")
 
 
-def _params(home: Path) -> Any:
-    from mcp.client.stdio import StdioServerParameters
-
-    env = {k: v for k, v in os.environ.items() if k.startswith(("MNEMO_", "PYTHON", "PATH", "HOME"))}
-    return StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp"], env=env)
-
-
 def _run(home: Path, script) -> Any:
-    from mcp import Client
-
-    async def main() -> Any:
-        with open(home.parent / "mcp-stderr.log", "w") as errlog:
-            from mcp.client.stdio import stdio_client
-
-            async with stdio_client(_params(home), errlog=errlog) as streams:
-                async with Client(_Streams(streams)) as client:
-                    return await script(client)
-
-    return asyncio.run(main())
-
-
-class _Streams:
-    """A Transport over already-open stdio streams (the Client owns the session, not the process)."""
-
-    def __init__(self, streams: Any):
-        self.streams = streams
-
-    async def __aenter__(self) -> Any:
-        return self.streams
-
-    async def __aexit__(self, *exc: Any) -> None:
-        return None
+    return run_session(script, errlog=home.parent / "mcp-stderr.log")
 
 
 def _data(result: Any) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 import apsw
 import pytest
 from fake_embedder import FakeEmbedder
+from old_stores import v1_store
 
 from mnemo import Mnemo
 from mnemo._stores.sqlite_schema import LATEST_VERSION, MIGRATIONS
@@ -16,20 +17,9 @@ pytestmark = pytest.mark.sqlite_only
 
 
 def _v1_store(path: Path) -> None:
-    """A store exactly as schema version 1 left it, with one memory and its 'created' event."""
-    conn = apsw.Connection(str(path))
-    conn.execute("BEGIN")
-    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)")
-    conn.execute(MIGRATIONS[0][2])
-    conn.execute("INSERT INTO schema_migrations VALUES (1, 'v1', '2026-01-01T00:00:00Z')")
-    conn.execute("PRAGMA user_version=1")
-    conn.execute(
-        "INSERT INTO memories (id, content, type, scope, created_at, updated_at, content_hash, embed_hash, seq) "
-        "VALUES ('mem_old', 'an old note from 2019', 'note', 'global', '2019-05-01T00:00:00Z', '2026-01-02T00:00:00Z', 'h', 'e', 1)"
-    )
-    conn.execute("INSERT INTO events (memory_id, kind, at, cause) VALUES ('mem_old', 'created', '2026-01-02T00:00:00Z', 'import')")
-    conn.execute("COMMIT")
-    conn.close()
+    """A schema-v1 store with one memory from 2019, imported on 2026-01-02, and its 'created' event."""
+    v1_store(path, "an old note from 2019", memory_id="mem_old", created_at="2019-05-01T00:00:00Z",
+             updated_at="2026-01-02T00:00:00Z", event=True)
 
 
 def test_v1_store_upgrades_with_a_backup(tmp_path: Path) -> None:

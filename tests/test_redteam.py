@@ -8,14 +8,13 @@ positive when redaction changes its text at all. Redactor only, no store, so it 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import benchmod
 import pytest
 
 from mnemo._privacy.redact import Redactor
@@ -26,15 +25,9 @@ BENCH = Path(__file__).parents[1] / "bench" / "redteam.py"
 MAX_FP_RATE = 0.01
 
 
-@lru_cache(maxsize=1)
 def _bench() -> ModuleType:
-    """bench/redteam.py, loaded by path (bench/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_redteam", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """bench/redteam.py (bench/ is not a package)."""
+    return benchmod.load("redteam")
 
 
 @lru_cache(maxsize=2)

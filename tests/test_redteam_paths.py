@@ -8,11 +8,10 @@ canaries, at most 1 % of look-alikes altered. The bench runs every secret of the
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
+import benchmod
 import pytest
 
 BENCH = Path(__file__).parents[1] / "bench" / "redteam_paths.py"
@@ -20,12 +19,7 @@ pytestmark = pytest.mark.sqlite_only  # scans a store file's bytes
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_redteam_paths", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmod.load("redteam_paths")
 
 
 def test_a_sample_of_secrets_leaks_through_no_path() -> None:

@@ -9,7 +9,6 @@ command with the fake embedder: the scope a surface picks does not depend on the
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -198,24 +197,9 @@ def test_scope_precedence_and_the_scope_command(tmp_path: Path, monkeypatch: pyt
 
 
 def _mcp(cwd: Path, script: Any, roots: list[Path] | None = None) -> Any:
-    from mcp import Client
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-    from mcp_types import ListRootsResult, Root
-    from test_mcp import _Streams
+    from mcp_client import run_session
 
-    env = {k: v for k, v in os.environ.items() if k.startswith(("MNEMO_", "PYTHON", "PATH", "HOME"))}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mnemo", "mcp"], env=env, cwd=str(cwd))
-
-    async def list_roots(context: Any) -> Any:
-        return ListRootsResult(roots=[Root(uri=r.as_uri(), name=r.name) for r in roots or []])
-
-    async def main() -> Any:
-        with open(cwd.parent / f"mcp-stderr-{cwd.name}.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as streams:
-                async with Client(_Streams(streams), list_roots_callback=list_roots if roots else None) as client:
-                    return await script(client)
-
-    return asyncio.run(main())
+    return run_session(script, errlog=cwd.parent / f"mcp-stderr-{cwd.name}.log", cwd=cwd, roots=roots)
 
 
 def _hook(event: str, cwd: Path, prompt: str = "") -> str:

@@ -4,16 +4,12 @@ the issue's 1,000 notes and 16 processes)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import benchmod
 import pytest
 
 pytestmark = pytest.mark.model
 
-_spec = importlib.util.spec_from_file_location("trust_stress", Path(__file__).parents[1] / "bench" / "trust_stress.py")
-stress = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-_spec.loader.exec_module(stress)  # type: ignore[union-attr]
+stress = benchmod.load("trust_stress")
 
 
 def test_the_notes_are_distinct_and_cover_every_template() -> None:
