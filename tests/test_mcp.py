@@ -92,3 +92,40 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_going(mnemo_home: Pa
     assert "unknown type 'bogus'" in errors[2].content[0].text
     assert "query is empty" in errors[5].content[0].text
     assert not ok.is_error and _data(ok)["total"] == 0
+
+
+@pytest.mark.sqlite_only
+def test_a_store_copied_over_during_a_session_is_reopened_not_corrupted(mnemo_home: Path, tmp_path: Path) -> None:
+    """An MCP session lasts as long as the assistant; a store file copied over it meanwhile
+    (``cp other.db memory.db``) is what the next tool call reads, and what it writes lands in a
+    sound file."""
+    import shutil
+
+    import apsw
+    from conftest import default_store
+    from fake_embedder import FakeEmbedder
+
+    from mnemo import Mnemo
+
+    store = Path(default_store())
+    with Mnemo(store, embedder=FakeEmbedder()) as m:
+        m.remember("the old store's note about Jenkins")
+    other = tmp_path / "other.db"
+    with Mnemo(other, embedder=FakeEmbedder()) as m:
+        m.remember_many([{"content": f"the copied store's note {i} about GitHub Actions"} for i in range(12)], dedup=False)
+
+    async def script(client: Any) -> Any:
+        before = _data(await client.call_tool("stats", {}))
+        shutil.copyfile(other, store)  # same inode, new bytes
+        saved = _data(await client.call_tool("remember", {"content": "a note saved after the copy"}))
+        after = _data(await client.call_tool("stats", {}))
+        return before, saved, after
+
+    before, saved, after = _run(mnemo_home, script)
+    assert before["total"] == 1 and after["total"] == 13
+    conn = apsw.Connection(str(store))
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    contents = {c for (c,) in conn.execute("SELECT content FROM memories")}
+    conn.close()
+    assert "a note saved after the copy" in contents and "the old store's note about Jenkins" not in contents
+    assert len(contents) == 13 and saved["action"] == "created"

@@ -100,7 +100,7 @@ def _reads_work(cli: Any, tmp_path: Path, *, in_wal: bool) -> None:
 
 def _writes_fail(cli: Any, db: Path) -> None:
     some_id = cli("recent", "--json").json()[0]["id"]
-    for args in (("save", "A new decision: we use Valkey now"), ("forget", some_id), ("pause",)):
+    for args in (("save", "A new decision: we use Valkey now"), ("forget", some_id), ("pause",), ("encrypt",)):
         r = cli(*args)
         assert r.code == 4, (args, r.code, r.err)
         assert f"the store at {db} is read-only" in r.err and "Traceback" not in r.err, r.err

@@ -57,6 +57,14 @@ def _store_exists(state: CLIState) -> bool:
         return False
 
 
+def _refuse_read_only(c: Any) -> None:
+    """With the ``read_only`` setting a conversion is refused before anything (a key file) is made."""
+    if c["read_only"]:
+        from .._stores.sqlite_file import read_only_error
+
+        raise read_only_error(Path(c.db), "the read_only setting is on")
+
+
 @command("encrypt")
 def encrypt_cmd(state: CLIState) -> None:
     """Encrypt an existing store and its migration backups in place (new files, verified, then
@@ -68,13 +76,14 @@ def encrypt_cmd(state: CLIState) -> None:
     c = state.config
     if not os.path.exists(c.db):
         raise click.UsageError(f"no store at {c.db}; `mnemo init --encrypt` creates an encrypted one")
+    _refuse_read_only(c)
     if is_encrypted(c.db):
         raise click.UsageError(f"{c.db} is already encrypted (`mnemo rekey` changes the key)")
     key = _keys.resolve(c.db, c.key_file)
     if key is None:
         key = _keys.create_key_file(c.key_file)
         _render.err.print(f"created the key file {key.source} (0600): back it up — without it the store cannot be read")
-    report = convert(c.db, old_key=None, new_key=key.value)
+    report = convert(c.db, old_key=None, new_key=key.value, read_only=c["read_only"])
     report["key_source"] = key.source
     state.emit(report, lambda: _render.line(f"encrypted {c.db} ({report['memories']} memories"
                                             + (f", {report['backups']} backups" if report["backups"] else "") + f"); key from {key.source}"))
@@ -87,6 +96,7 @@ def _encrypted_store(state: CLIState, hint: str = "") -> Any:
     c = state.config
     if not os.path.exists(c.db) or not is_encrypted(c.db):
         raise click.UsageError(f"{c.db} is not an encrypted store{hint}")
+    _refuse_read_only(c)
     return c
 
 
@@ -97,7 +107,7 @@ def decrypt_cmd(state: CLIState) -> None:
     from .._stores.sqlite import convert
 
     c = _encrypted_store(state)
-    report = convert(c.db, old_key=state.key(), new_key=None)
+    report = convert(c.db, old_key=state.key(), new_key=None, read_only=c["read_only"])
     state.emit(report, lambda: _render.line(f"decrypted {c.db} ({report['memories']} memories"
                                             + (f", {report['backups']} backups" if report["backups"] else "") + "); the key is no longer needed"))
 
@@ -129,7 +139,7 @@ def rekey_cmd(state: CLIState) -> None:
         # the new key is on disk (and locked) before the store depends on it
         held = _keys.write_pending(c.db, c.key_file, new_value)
     try:
-        report = convert(c.db, old_key=old.value, new_key=new_value)
+        report = convert(c.db, old_key=old.value, new_key=new_value, read_only=c["read_only"])
         if from_file:
             _keys.commit_pending(c.key_file, new_value)
     except BaseException:

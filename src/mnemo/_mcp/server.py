@@ -12,6 +12,7 @@ schema validation, also as tool errors, so the server never crashes on what a mo
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -103,6 +104,26 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
                     holder["m"].scope = choice.scope
                 return
 
+    calls = threading.Lock()
+
+    def refreshed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One tool call at a time, between two looks at the store file: the session lasts as
+        long as the assistant runs, and a store copied over meanwhile (``cp other.db memory.db``)
+        is reopened before the call reads it; after it, the file is let go of until the next call
+        (``Mnemo.refresh``), so that a copy never meets this process's old state."""
+        with calls:
+            if "m" in holder:
+                holder["m"].refresh()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if "m" in holder:
+                    try:
+                        holder["m"].refresh(idle=True)
+                    except MnemoError:
+                        pass  # the next call's refresh says what is wrong with the file
+
+
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
         import inspect
         import typing
@@ -111,7 +132,7 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
             if not scoped["roots_checked"]:
                 use_roots(client_roots)
             try:
-                return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+                return await anyio.to_thread.run_sync(functools.partial(refreshed, fn, *args, **kwargs))
             except MnemoError as exc:  # the model reads the message and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
