@@ -64,6 +64,8 @@ _CONTRASTS: tuple[tuple[frozenset[str], ...], ...] = tuple(tuple(frozenset(m.spl
 _TIME_SETS = frozenset({3, 4, 5, 6})
 #: spelling → (set, member)
 _CONTRAST_OF = {w: (g, i) for g, members in enumerate(_CONTRASTS) for i, m in enumerate(members) for w in m}
+#: the Han spellings of those members, found inside longer jieba words (周五晚上, 测试环境)
+_CONTRAST_HAN = tuple(w for w in _CONTRAST_OF if not w.isascii())
 #: words that announce a change or a retirement: with them a new value replaces, without them a
 #: new value next to a different head word is more likely another subject
 _CHANGE = re.compile(
@@ -226,10 +228,13 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
     # "每周例会不再放在周一，改到周二下午": new names old's member (周一) in the same breath as a change;
     # then it is old's subject that moves, even where another set (上午 / 下午) differs
     changing = moves(new) and not planned(new)
-    moving = changing and any(ca[g] & cb[g] for g in ca.keys() & cb.keys())
+    # …it names old's member and another one of that set (the one it moves to); a member both
+    # name alike is no move: in "周二的家教课改到了晚上七点" / "周四的…改到了晚上七点" 晚上 is each one's new value
+    moving = changing and any(ca[g] & cb[g] and cb[g] - ca[g] for g in ca.keys() & cb.keys())
     for g in () if moving else ca.keys() & cb.keys():
-        if changing and g in _TIME_SETS:
+        if changing and g in _TIME_SETS and not moves(old):
             continue  # "1:1 meeting 挪到每周四上午": a changed day or hour of one meeting, not another meeting
+            # (when old moves too, both are changes of the same shape and the day names the subject)
         if not ca[g] & cb[g]:
             name = lambda ms: "/".join(sorted(min(_CONTRASTS[g][m], key=len) for m in ms))  # noqa: E731
             return f"{name(ca[g])} / {name(cb[g])}"
@@ -294,6 +299,8 @@ def adds_nothing(old: str, new: str, d: Diff | None = None) -> bool:
     na, nb = _NEGATION.search(_text.normalize(old).lower()), _NEGATION.search(_text.normalize(new).lower())
     if bool(na) != bool(nb):
         return False
+    if (moves(new) and not moves(old)) or (announces_change(new) and not announces_change(old)):
+        return False  # "…换成渴望了", "…is now Dr. Lindqvist": a change says something the old one does not
     if _new_things(old, new, d):
         return False
     if any(t.key in _CONTRAST_OF for t in d.only_new):
@@ -447,6 +454,9 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     norm_old = _simplified(_text.normalize(old))
     # the subject both name: a shared word or name (a Han word inside the other's text counts: 健身 / 健身房)
     shared = {t.key for t in b if t.key in {x.key for x in a} or (len(t.key) >= 2 and _text.has_han(t.key) and t.key in norm_old)}
+    # a day, a time or another member of a parallel set is when or where, not what: "集群分区维护到周五" and
+    # "周五晚上的家教改成线上" share only 周五
+    shared = {k for k in shared if k not in _CONTRAST_OF and not any(m in k for m in _CONTRAST_HAN)}
     if d.cross:
         shared = {k for k in shared if any(t.key == k and t.kind != "word" for t in a)}  # only names cross languages
     nouns_old, nouns_new = _han_nouns(old), _han_nouns(new)
@@ -454,6 +464,9 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     # what old names that new no longer does, and a name, number or Chinese noun new brings (Zendesk → 飞书服务台)
     gone = [t.key for t in d.only_old if (t.kind != "word" or t.key in nouns_old) and not t.id_of and t.key not in norm_new]
     came = [t.key for t in d.only_new if (t.kind != "word" or t.key in nouns_new) and not t.id_of and t.key not in norm_old]
+    if d.cross:  # every word of the other language is "gone" and "come": only names and numbers tell a move
+        gone = [k for k in gone if any(t.key == k and t.kind != "word" for t in a)]
+        came = [k for k in came if any(t.key == k and t.kind != "word" for t in b)]
     if not (shared - set(came) and gone and came):
         return None
     return f"{' '.join(gone)} → {' '.join(came)}"
