@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from .._base.models import (
 from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
+from .._recall.intent import asked_types, kind_words
 from .._recall.rank import Weights, score_candidates
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
@@ -55,6 +57,8 @@ _BATCH_KEYS = frozenset({"qid", "query", "scope", "k", "top_k", "now"})
 _NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
 #: candidates each channel contributes before fusion
 CANDIDATES = 100
+#: memories of the kind a question asks for (``_recall.intent``) added as candidates, most important first
+INTENT_CANDIDATES = 20
 #: a query term found in more than this share of rows (and at least COMMON_MIN_ROWS) is left out
 COMMON_SHARE = 0.05
 COMMON_MIN_ROWS = 2000
@@ -491,6 +495,9 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         if not include_expired:
             filters.alive_at = format_time(now_dt)
         window = _time_window(query, now_dt.astimezone())  # the user's own day and week boundaries
+        asked = asked_types(query)  # 技术栈 → project context: a preference in the ranking, not a filter
+        projects = [s for s in filters.scopes or () if s != "global"]
+        home = projects[0] if len(projects) == 1 and "global" in (filters.scopes or ()) else None
         k_cand = max(CANDIDATES, top_k * 4)
         cosines: dict[int, float] = {}
         bm25: dict[int, float] = {}
@@ -507,17 +514,28 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
                 terms = self._drop_common_terms(terms)
-                match = _text.fts_match_expression(terms + _text.translations(terms), phrases)
+                extra = _text.query_terms(kind_words(asked))[0] if asked else []  # 技术栈 → 框架, 数据库, …
+                match = _text.fts_match_expression(terms + _text.translations(terms) + [t for t in extra if t not in terms], phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))
-            if mode == "hybrid" and bm25:
-                missing = [pk for pk in bm25 if pk not in cosines]
+            if asked and mode != "fts":
+                # memories of the asked-for kind are candidates even when no word of the question is
+                # in them ("技术栈是什么" / "项目使用 FastAPI + PostgreSQL"): the most important few
+                kinds = [t for t in asked if not filters.types or t in filters.types]
+                typed = replace(filters, types=kinds) if kinds else None
+                for mem in self.store.list(typed, order="importance DESC", limit=INTENT_CANDIDATES) if typed else ():
+                    pk = self.store.pk_of(mem.id)
+                    if pk is not None:
+                        cosines.setdefault(pk, None)  # type: ignore[arg-type]  # filled below
+            if mode == "hybrid" and bm25 or None in cosines.values():
+                missing = [pk for pk in {*bm25, *cosines} if cosines.get(pk) is None]
                 cosines.update(idx.similarity(qvec, missing))
             # score on a narrow projection; only the winners become Memory objects
             rows = self.store.scoring_rows(list({*cosines, *bm25}))  # both channels applied the filters
         scored = score_candidates(
             rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
             baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
+            asked=asked, home=home,
         )
         floor = self.weights.min_score if min_score is None else float(min_score)
         scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]

@@ -34,6 +34,10 @@ TIME_BOOST = 1.3
 STALE_FACTOR = 0.85
 #: how much a lexical match alone can weigh in hybrid mode (0.4 costs ≤ 0.003 R@5 on the benchmarks)
 LEXICAL_ALONE = 0.4
+#: the weight of a global memory in a project's recall: at equal relevance the project's own
+#: memory comes first ("最低支持的 Rust 版本" in project:ledger: the project's "Rust 1.75 or newer",
+#: not the user's global "learn Rust this year"), while a clearly better global one still wins
+GLOBAL_IN_PROJECT = 0.85
 
 
 @dataclass
@@ -87,14 +91,20 @@ def score_candidates(
     weights: Weights,
     window: tuple[float, float] | None,
     explain: bool,
+    asked: frozenset[str] = frozenset(),
+    home: str | None = None,
 ) -> list[Scored]:
     """Score candidates given as ``pk -> (importance, confidence, access_count, created_epoch,
-    last_accessed_epoch, stored_epoch, pinned)`` and return them best first (no floor applied)."""
+    last_accessed_epoch, stored_epoch, pinned, type, scope)`` and return them best first (no
+    floor applied). ``asked``: the memory types the query asks for (``mnemo._recall.intent``);
+    ``home``: the project a project-scoped recall is made in (its memories before global ones)."""
     now_ts = now.timestamp()
     half_life = max(weights.half_life_days, 0.01) * 86400.0
     out: list[Scored] = []
     stale_after = weights.decay_days * 86400.0
-    for pk, (importance, confidence, access_count, created, last_access, stored, pinned) in rows.items():
+    from .intent import TYPE_BOOST
+
+    for pk, (importance, confidence, access_count, created, last_access, stored, pinned, kind, scope) in rows.items():
         cos = cosines.get(pk)
         lex = bm25.get(pk, 0.0)
         d_rel = dense_relevance(cos, baseline, calibration)
@@ -115,7 +125,9 @@ def score_candidates(
         f_time = TIME_BOOST if window is not None and window[0] <= created < window[1] else 1.0
         unused = now_ts - max(stored, last_access or stored)
         f_stale = STALE_FACTOR if unused > stale_after and importance < 0.8 and not pinned else 1.0
-        score = relevance * f_importance * f_confidence * f_recency * f_access * f_time * f_stale
+        f_type = TYPE_BOOST if kind in asked else 1.0
+        f_scope = GLOBAL_IN_PROJECT if home is not None and scope == "global" else 1.0
+        score = relevance * f_importance * f_confidence * f_recency * f_access * f_time * f_stale * f_type * f_scope
         info = None
         if explain:
             info = {
@@ -131,6 +143,8 @@ def score_candidates(
                 "access_factor": round(f_access, 4),
                 "time_factor": f_time,
                 "stale_factor": f_stale,
+                "type_factor": f_type,
+                "scope_factor": f_scope,
                 "score": round(score, 4),
             }
         out.append(Scored(pk, score, cos, info))

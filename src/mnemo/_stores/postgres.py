@@ -608,15 +608,15 @@ class PostgresStore(SharedStore, PurgeTraces, PgTeam):
 
     def scoring_rows(self, pks: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """``pk -> (importance, confidence, access_count, created_epoch, last_accessed_epoch,
-        stored_epoch, pinned)`` for the candidates (which passed the filters in their channel)."""
+        stored_epoch, pinned, type, scope)`` for the candidates (which passed the filters in their channel)."""
         if not pks:
             return {}
         rows = self._rows(
             "SELECT pk, importance, confidence, access_count, extract(epoch FROM created_at::timestamptz), "
             "extract(epoch FROM last_accessed_at::timestamptz), extract(epoch FROM COALESCE(stored_at, created_at)::timestamptz), "
-            "pinned FROM memories WHERE pk = ANY(?)", [list(pks)])
-        return {int(pk): (imp, conf, acc, float(c), None if last is None else float(last), float(s), bool(p))
-                for pk, imp, conf, acc, c, last, s, p in rows}
+            "pinned, type, scope FROM memories WHERE pk = ANY(?)", [list(pks)])
+        return {int(pk): (imp, conf, acc, float(c), None if last is None else float(last), float(s), bool(p), kind, scope)
+                for pk, imp, conf, acc, c, last, s, p, kind, scope in rows}
 
     def relations(self, memory_id: str) -> list[dict[str, Any]]:
         """Links from and to a memory: ``{"id", "kind", "direction", "strength"}``."""

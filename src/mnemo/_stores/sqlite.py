@@ -661,17 +661,17 @@ class SQLiteStore(SharedStore, PurgeTraces):
 
     def scoring_rows(self, pks: Sequence[int]) -> dict[int, tuple[Any, ...]]:
         """What ranking needs of each candidate, ``pk -> (importance, confidence, access_count,
-        created_epoch, last_accessed_epoch, stored_epoch, pinned)`` (the candidates come from
-        channels that applied the filters already)."""
+        created_epoch, last_accessed_epoch, stored_epoch, pinned, type, scope)`` (the candidates
+        come from channels that applied the filters already)."""
         out: dict[int, tuple[Any, ...]] = {}
         for i in range(0, len(pks), 500):
             chunk = list(pks[i : i + 500])
             sql = (
                 "SELECT pk, importance, confidence, access_count, unixepoch(created_at), unixepoch(last_accessed_at), "
-                f"unixepoch(COALESCE(stored_at, created_at)), pinned FROM memories WHERE pk IN ({marks(len(chunk))})"
+                f"unixepoch(COALESCE(stored_at, created_at)), pinned, type, scope FROM memories WHERE pk IN ({marks(len(chunk))})"
             )
-            for pk, imp, conf, acc, created, last, stored, pinned in self.conn.execute(sql, chunk):
-                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned))
+            for pk, imp, conf, acc, created, last, stored, pinned, kind, scope in self.conn.execute(sql, chunk):
+                out[pk] = (imp, conf, acc, float(created), None if last is None else float(last), float(stored), bool(pinned), kind, scope)
         return out
 
     def fts_row_count(self) -> int:

@@ -1,0 +1,68 @@
+"""What kind of memory a question asks for: 技术栈 → the project's stack, prefer → preferences.
+
+A question about a kind of thing rarely shares words with the memory that answers it: "技术栈是
+什么" and "项目使用 FastAPI + PostgreSQL" have no word in common, and e5 ranks a Tailwind preference
+above the stack. But the question names a kind, and memories carry a type. So a question that
+names a kind (Chinese or English) makes memories of the matching types candidates and weighs
+them a little more (:data:`TYPE_BOOST`, shown by ``--explain``). It is a preference in the
+ranking, never a filter: a better answer of another type still wins.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+#: the factor a memory of an asked-for type gets
+TYPE_BOOST = 1.25
+
+# (types, what a question that asks for them says); checked on the lowercased, NFKC text
+_INTENTS: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"project_context"}),
+     r"技术栈|技术选型|架构|用(?:的)?(?:什么|哪个|哪些)(?:框架|数据库|语言|技术|栈)|(?:框架|数据库|后端|前端)是什么"
+     r"|\b(?:tech(?:nology)? stack|stack|architecture|built (?:with|on)|what (?:framework|database|language)s?\b)"),
+    (frozenset({"user_preference"}),
+     r"偏好|喜欢|习惯|常用|爱用|我(?:一般|通常|平时)用|风格"
+     r"|\b(?:prefer\w*|favou?rite|do i (?:use|like)|i (?:usually|normally) use|my (?:style|taste|habit)s?|like to)\b"),
+    (frozenset({"decision"}),
+     r"决定|决策|为什么选|为何选|选了|定了"
+     r"|\b(?:decid\w*|decision|why did we (?:choose|pick|go with)|chose|picked)\b"),
+    (frozenset({"constraint"}),
+     r"规定|规则|约束|限制|必须|不能|不允许|不可以|最低|至少|上限|下限|要求"
+     r"|\b(?:rules?|must|constraints?|limits?|not allowed|forbidden|minimum|at least|maximum|required?|requirements?)\b"),
+    (frozenset({"goal"}),
+     r"目标|计划|打算|想要达到|今年要"
+     r"|\b(?:goals?|aims?|objectives?|plan(?:s|ning)? to|want to (?:reach|learn|ship))\b"),
+    (frozenset({"workflow"}),
+     r"流程|步骤|怎么部署|如何部署|发布流程|怎么发布"
+     r"|\b(?:workflow|process|steps?|how do (?:we|i) (?:deploy|release|ship))\b"),
+)
+
+
+#: words the memories of a kind use where the question names only the kind: a stack is told as
+#: "项目使用 FastAPI + PostgreSQL，数据库端口 5432", never as "our stack is…"
+_KIND_WORDS: dict[str, str] = {
+    "project_context": "框架 数据库 语言 framework database language",
+}
+
+
+def kind_words(types: frozenset[str]) -> str:
+    """Words to add to the full-text query for the asked-for ``types`` (may be empty)."""
+    return " ".join(_KIND_WORDS[t] for t in sorted(types) if t in _KIND_WORDS)
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> tuple[tuple[frozenset[str], re.Pattern[str]], ...]:
+    return tuple((types, re.compile(pattern)) for types, pattern in _INTENTS)
+
+
+def asked_types(query: str) -> frozenset[str]:
+    """The memory types ``query`` asks for (empty when it names no kind)."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", query).lower()
+    out: set[str] = set()
+    for types, pattern in _compiled():
+        if pattern.search(text):
+            out |= types
+    return frozenset(out)
