@@ -273,3 +273,49 @@ def test_refresh_reopens_a_store_copied_over_it(tmp_path: Path) -> None:
             m.refresh()
     with Mnemo(b, embedder=FakeEmbedder()) as m:
         assert m.stats()["total"] == 1
+
+
+def _cli(*args: str, cwd: Path, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MNEMO, *args], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env})
+
+
+def test_the_command_line_runs_frequent_commands_in_the_warm_service(store: Path, tmp_path: Path) -> None:
+    """With a service up, `mnemo save/search/…` are run by it (the model stays loaded) exactly as
+    they run here: the client's working folder (and so its project scope), settings, stdin and
+    exit codes; and a command it took is never run a second time."""
+    root = tmp_path / "app"
+    proc = _serve(store, idle=60)
+    try:
+        before = request(str(store), {"op": "ping"})["served"]
+        saved = _cli("save", "The cache TTL is 15 minutes", "--json", cwd=root)
+        assert saved.returncode == 0, saved.stderr
+        mem = json.loads(saved.stdout)["memory"]
+        assert mem["scope"] == project_scope(root)  # the client's folder, not the service's
+        piped = _cli("save", "-", "--json", cwd=root, stdin="The queue holds 500 jobs at most\n")
+        assert piped.returncode == 0 and json.loads(piped.stdout)["memory"]["content"] == "The queue holds 500 jobs at most"
+        found = _cli("--json", "search", "cache TTL", cwd=root)
+        assert [h["id"] for h in json.loads(found.stdout)["results"]][:1] == [mem["id"]]
+        assert _cli("show", "mem_nope_nope", cwd=root).returncode == 3  # not found: the same exit code
+        elsewhere = _cli("--json", "recent", cwd=tmp_path, MNEMO_SCOPE="global")  # another folder, a setting
+        assert all(x["scope"] == "global" for x in json.loads(elsewhere.stdout))
+        served = request(str(store), {"op": "ping"})["served"] - before
+        assert served == 6  # the five commands, and the first ping: every command went through the service
+    finally:
+        request(str(store), {"op": "stop"})
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+    from fake_embedder import FakeEmbedder
+
+    with Mnemo(store, embedder=FakeEmbedder()) as m:
+        texts = [x.content for x in m.list(scope="all")]
+    assert texts.count("The cache TTL is 15 minutes") == 1  # saved once
+
+
+def test_without_a_service_the_command_line_runs_the_command_itself(store: Path, tmp_path: Path) -> None:
+    r = _cli("save", "No service is running for this one", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["action"] == "created"
+    assert not service_running(str(store))  # and none was started for it

@@ -2,7 +2,9 @@
 
 ``mnemo hook EVENT`` runs on every prompt as a new process, so it goes straight to the
 import-light hook client (standard library, settings and hook-format modules only: never
-numpy, apsw, click or rich); every other command loads the command line (:mod:`mnemo._entry`).
+numpy, apsw, click or rich). A frequent command (save, search, context, …) on a store that a
+warm service (``mnemo serve``) serves is sent to that service by the same light client; every
+other command loads the command line (:mod:`mnemo._entry`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def launch() -> None:
             from ._hooks.client import hook_main
 
             sys.exit(hook_main(argv[1], db=db))
+    from ._hooks.client import cli_main
+
+    code = cli_main(argv)  # a frequent command on a store the warm service serves: run there
+    if code is not None:
+        sys.exit(code)
     from ._entry import main
 
     main()

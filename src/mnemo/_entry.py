@@ -10,6 +10,7 @@ of them. The ``mnemo`` console script itself is :func:`mnemo.__main__.launch`, w
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -59,13 +60,66 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
     from ._hooks.client import one_thread
 
     one_thread(state.config)
+    from ._settings import door
+
     with state.open() as m:
-        service = _serve.Service(m, db, idle_seconds=idle_s)
+        door.share(state.config, m)  # the commands it runs (op "cli") use this warm store
+        service = _serve.Service(m, db, idle_seconds=idle_s, cli=_warm_cli)
         service.acquire()
         if not state.as_json:
             _render.err.print(f"serving {db} on {service.sock_path} (exits after {idle_s:g} s idle)")
-        res = service.run()
+        try:
+            res = service.run()
+        finally:
+            door.unshare()
     state.emit(res, lambda: _render.line(f"served {res['served']} requests in {res['seconds']} s"))
+
+
+#: environment variables a command run by the warm service takes from the client (its settings,
+#: its home, its time zone and terminal); the service keeps the rest of its own
+CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+
+
+def _warm_cli(req: dict[str, Any]) -> dict[str, Any]:
+    """Run one ``mnemo ARGV`` in the warm service, as the client process would have run it: its
+    working folder, its settings (``MNEMO_*`` and the few other variables in ``CLIENT_ENV``), its
+    standard input and terminal width; the output and exit code go back to it. The store and
+    the model are the service's own (lent by the front door when the settings agree)."""
+    import contextlib
+    import io
+    import os
+    import time
+
+    argv = [str(a) for a in req.get("argv") or []]
+    env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    widths = (_render.out._width, _render.err._width)
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        os.environ.clear()
+        os.environ.update({k: v for k, v in saved_env.items() if not k.startswith("MNEMO_") and k not in CLIENT_ENV})
+        os.environ.update(env)
+        if os.environ.get("TZ") != saved_env.get("TZ"):
+            time.tzset()
+        os.chdir(str(req.get("cwd") or saved_cwd))
+        sys.stdin = io.StringIO(str(req.get("stdin") or ""))
+        if isinstance(req.get("columns"), int) and req["columns"] > 0:
+            _render.out.width = _render.err.width = req["columns"]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        tz_changed = os.environ.get("TZ") != saved_env.get("TZ")
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if tz_changed:
+            time.tzset()
+        sys.stdin = saved_stdin
+        _render.out._width, _render.err._width = widths
+    return {"stdout": out.getvalue(), "stderr": err.getvalue(), "exit": code}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import Any
 
-from .._stores import is_url
+from .._stores import is_url, store_identity
 
 #: the most a hook reads from stdin (a prompt with a pasted file can be large, not unbounded)
 MAX_PAYLOAD = 8 * 1024 * 1024
@@ -50,29 +50,8 @@ def runtime_dir() -> str:
     return base
 
 
-def _store_key(db: str) -> str:
-    """What names one store, whatever the spelling: a file's real path; for a database URL its
-    user, host, port and database with the query parameters sorted, the password left out
-    (``postgres://`` and ``postgresql://`` alike). Two spellings of one database then share one
-    warm service; two databases, two roles or two servers never do."""
-    if not is_url(db):
-        return os.path.realpath(db)
-    from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
-
-    parts = urlsplit(db)
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user = unquote(userinfo.partition(":")[0])
-    try:
-        host, port = (parts.hostname or "").lower(), parts.port
-    except ValueError:  # not a number: keep the text; libpq will say what is wrong with it
-        host, port = hostport.lower(), None
-    query = sorted((k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password")
-    return "postgresql://" + urlencode({"user": user, "host": host, "port": port or "", "dbname": unquote(parts.path.lstrip("/"))}) + \
-        "?" + urlencode(query)
-
-
 def _digest(db: str) -> str:
-    return hashlib.sha1(_store_key(db).encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha1(store_identity(db).encode("utf-8")).hexdigest()[:16]
 
 
 def socket_path(db: str) -> str:
@@ -245,3 +224,113 @@ def one_thread(config: Any) -> None:
     little from more threads."""
     if config.origins.get("embed_threads") == "default":
         config.values["embed_threads"] = 1
+
+
+# ---------------------------------------------------------------- the CLI's fast path
+
+#: commands the warm service runs for the command line when one serves the store: those a
+#: person or a script runs often and that need the model (or the open store) but no terminal
+WARM_COMMANDS = frozenset({"save", "search", "context", "auto", "show", "recent", "list", "stats", "history", "edit", "forget",
+                           "restore", "confirm", "review", "log"})
+#: how long the command line waits for the service to answer a command it has sent
+CLI_TIMEOUT = 600.0
+#: environment variables sent along (the service keeps its own PATH and the rest)
+_CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+
+
+def _command(argv: list[str]) -> tuple[int, str | None] | None:
+    """Where the command is in ``argv`` and the ``--db`` given, or None when the global options
+    before it are not the simple ones (then the full command line parses them)."""
+    i, db = 0, None
+    while i < len(argv) and argv[i].startswith("-"):
+        arg = argv[i]
+        if arg in ("--db", "--model") and i + 1 < len(argv):
+            db = argv[i + 1] if arg == "--db" else db
+            i += 2
+        elif arg.startswith("--db="):
+            db, i = arg[5:], i + 1
+        elif arg.startswith("--model=") or arg == "--json":
+            i += 1
+        else:
+            return None
+    if i >= len(argv):
+        return None
+    for j, arg in enumerate(argv[i + 1:]):
+        if arg in ("--help", "-h"):
+            return None
+        if arg == "--db" and i + 2 + j < len(argv):
+            db = argv[i + 2 + j]
+        elif arg.startswith("--db="):
+            db = arg[5:]
+    return i, db
+
+
+def cli_main(argv: list[str]) -> int | None:
+    """Run ``mnemo ARGV`` in the store's warm service when one serves it (the model stays loaded:
+    a save or a search costs milliseconds instead of the model's load). Returns the exit code,
+    or None when the command line should run it in this process: not a command the service runs,
+    no service, or a service that could not take it. A command the service took is never run a
+    second time here, even when its answer is lost: it may have written."""
+    found = _command(argv)
+    if found is None or argv[found[0]] not in WARM_COMMANDS or _truthy(os.environ.get("MNEMO_NO_SERVICE")):
+        return None
+    index, db = found
+    try:
+        from .._settings import config as _config
+
+        path = _config.load({"db": db}).db
+    except Exception:
+        return None  # the command line says what is wrong with the settings
+    if not is_url(path) and not os.path.exists(path):
+        return None
+    try:
+        sock_path = socket_path(path)
+    except OSError:
+        return None
+    if not os.path.exists(sock_path):
+        return None
+    rest = argv[index + 1:]
+    stdin = None
+    if "--stdin" in rest or (argv[index] == "save" and "-" in rest):
+        data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
+        stdin = data.decode("utf-8", "replace")  # the command says what is wrong with it, as it would here
+        import io
+
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")  # for the run here if the service does not take it
+    env = {k: v for k, v in os.environ.items() if k.startswith("MNEMO_") or k in _CLIENT_ENV}
+    columns = None
+    if sys.stdout.isatty():
+        import shutil
+
+        columns = shutil.get_terminal_size().columns
+    message = {"op": "cli", "argv": argv, "cwd": os.getcwd(), "env": env, "stdin": stdin, "columns": columns}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(sock_path)
+        sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+    except OSError:
+        sock.close()
+        return None  # nothing was sent: run it here
+    try:
+        sock.settimeout(CLI_TIMEOUT)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+        reply = json.loads(b"".join(chunks) or b"null")
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"mnemo: the warm service took the command but its answer was lost ({exc}); "
+                         "check the result with `mnemo recent`\n")
+        return 1
+    finally:
+        sock.close()
+    if not isinstance(reply, dict) or reply.get("stale"):
+        return None  # it did not run it (the store file was replaced, or the service is stopping)
+    sys.stdout.write(str(reply.get("stdout") or ""))
+    sys.stderr.write(str(reply.get("stderr") or ""))
+    return int(reply.get("exit", 0))

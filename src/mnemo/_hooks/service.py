@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._stores import is_url
@@ -44,8 +45,12 @@ MAX_REQUEST = 16 * 1024 * 1024
 class Service:
     """A warm service for one open store (see the module docstring)."""
 
-    def __init__(self, m: "Mnemo", db: str, *, idle_seconds: float = 600.0):
+    def __init__(self, m: "Mnemo", db: str, *, idle_seconds: float = 600.0,
+                 cli: "Callable[[dict[str, Any]], dict[str, Any]] | None" = None):
         self.m = m
+        #: runs one ``mnemo`` command line on the warm store (given by the entry layer, which
+        #: owns the command line: this surface must not import another)
+        self.cli = cli
         self.db = db
         self.idle_seconds = float(idle_seconds)
         self.sock_path = socket_path(db)
@@ -177,7 +182,7 @@ class Service:
         if op == "stop":
             self._stop = True
             return {"ok": True, "stopping": True}
-        if op != "hook":
+        if op not in ("hook", "cli") or (op == "cli" and self.cli is None):
             return {"stderr": f"mnemo serve: unknown op {op!r}\n", "exit": 1}
         if self._file_identity() != self._identity:
             # the store was moved over (encrypt/decrypt/rekey swap in a new file, perhaps with a new
@@ -190,6 +195,11 @@ class Service:
         except Exception:  # it cannot be opened as it is now: the hook says why in-process
             self._stop = True
             return {"stale": True}
+        if op == "cli":
+            try:
+                return self.cli(req)  # type: ignore[misc]
+            except Exception as exc:  # the client runs the command itself then
+                return {"stale": True, "error": repr(exc)}
         event = str(req.get("event"))
         try:
             return run_hook(self.m, event, req.get("payload"), req.get("settings") or {})

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._stores import is_url
+from .._stores import is_url, store_identity
 from . import keys as _keys
 from .config import Config
 
@@ -74,10 +74,47 @@ def open_mnemo(config: Config, *, create: bool = False, notice: Notice = _silent
     )
 
 
+#: the open store of a long-running process (the warm service), lent to the commands it runs
+_SHARED: dict[str, tuple[tuple[object, ...], Mnemo]] = {}
+#: settings that do not change what an open store is: the scope is set per command, and the
+#: service embeds on one thread whatever the setting says
+_PER_CALL = frozenset({"scope", "embed_threads", "db", "context_top_k", "context_budget_tokens", "serve_idle_seconds"})
+
+
+def _fingerprint(config: Config) -> tuple[object, ...]:
+    """What must be equal for an open store to serve a command: the store (however its path or
+    URL is spelled) and every setting that shapes the open store (model, ranking, redaction,
+    the LLM endpoint, read-only…)."""
+    return (store_identity(config.db), tuple(sorted((k, repr(v)) for k, v in config.values.items() if k not in _PER_CALL)))
+
+
+def share(config: Config, m: Mnemo) -> None:
+    """Lend ``m``, opened with ``config``, to every :func:`opened` of this process whose settings
+    name the same store the same way (the warm service runs CLI commands on its warm store)."""
+    _SHARED["store"] = (_fingerprint(config), m)
+
+
+def unshare() -> None:
+    """Stop lending the shared store (before it is closed)."""
+    _SHARED.pop("store", None)
+
+
 @contextmanager
 def opened(config: Config, *, create: bool = False, notice: Notice = _silent) -> Iterator[Mnemo]:
     """:func:`open_mnemo` as a context manager that closes the store. A store this call created
-    is removed again when the work inside fails: bad input must not leave an empty store behind."""
+    is removed again when the work inside fails: bad input must not leave an empty store behind.
+    In the warm service, a store it shares (:func:`share`) is lent instead, with this command's
+    scope, and stays open."""
+    lent = _SHARED.get("store")
+    if lent is not None and lent[0] == _fingerprint(config):
+        m = lent[1]
+        scope = m.scope
+        m.scope = config["scope"]
+        try:
+            yield m
+        finally:
+            m.scope = scope
+        return
     existed = os.path.exists(config.db)
     m = open_mnemo(config, create=create, notice=notice)
     try:
