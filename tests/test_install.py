@@ -183,3 +183,40 @@ def test_opencode_jsonc_is_named_not_shadowed_by_a_second_config(home: Path, tmp
     r = cli("install", "opencode", "--project", "--dir", str(proj))
     assert r.code == 2 and "opencode.jsonc" in r.err and "by hand" in r.err
     assert sorted(p.name for p in proj.iterdir()) == ["opencode.jsonc"]
+
+
+def test_install_with_db_and_model_writes_them_into_every_command(home: Path, tmp_path: Path, cli) -> None:
+    """`mnemo --db PATH --model M install …` (or the options after the command): the hooks, the MCP
+    server and the plugin use that store and model, not the default one; uninstall still finds
+    mnemo's entries."""
+    from fake_embedder import FakeEmbedder
+
+    from mnemo import Mnemo
+
+    store = tmp_path / "work" / "team.db"
+    store.parent.mkdir()
+    with Mnemo(store, embedder=FakeEmbedder()) as m:
+        m.remember("The team store says: deploys happen on Tuesdays", scope="global")
+    model = os.environ["MNEMO_MODEL"]  # the fake model's plugin spec: what this store was built with
+    r = cli("--db", str(store), "--model", model, "install", "claude-code", "--json")
+    assert r.code == 0, r.err
+    settings = json.loads((home / ".claude" / "settings.json").read_text("utf-8"))
+    cmd = next(h["command"] for g in settings["hooks"]["UserPromptSubmit"] for h in g["hooks"] if "mnemo" in h["command"])
+    assert f"--db {store}" in cmd and f"--model {model}" in cmd
+    server = json.loads((home / ".claude.json").read_text("utf-8"))["mcpServers"]["mnemo"]
+    assert server["args"] == ["--db", str(store), "--model", model, "mcp"]
+    payload = {"session_id": "x", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", "prompt": "when do deploys happen?"}
+    env = {k: v for k, v in os.environ.items() if k not in ("MNEMO_DB", "MNEMO_MODEL")}
+    run = subprocess.run(cmd, shell=True, input=json.dumps(payload), capture_output=True, text=True, timeout=120,
+                         env={**env, "MNEMO_SERVE_IDLE_SECONDS": "0"})
+    assert run.returncode == 0 and "Tuesdays" in run.stdout, run.stderr  # read from the store given to install
+    assert not Path(default_store()).exists()  # the default store was never touched
+    r = cli("install", "opencode", "--project", "--dir", str(tmp_path), "--db", str(store), "--json")
+    assert r.code == 0, r.err
+    oc = json.loads((tmp_path / "opencode.json").read_text("utf-8"))["mcp"]["mnemo"]
+    assert oc["command"][1:] == ["--db", str(store), "mcp"]
+    plugin = (tmp_path / ".opencode" / "plugin" / "mnemo.js").read_text("utf-8")
+    assert f'const OPTIONS = ["--db", "{store}"]' in plugin
+    uninstall("claude-code", where="user")
+    settings = json.loads((home / ".claude" / "settings.json").read_text("utf-8"))
+    assert not any("mnemo" in h["command"] for g in settings["hooks"].get("UserPromptSubmit", []) for h in g["hooks"])

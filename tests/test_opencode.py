@@ -246,3 +246,58 @@ def test_real_opencode_sends_the_background_block_to_the_model(project: Path, tm
 
     with Mnemo(default_store(), embedder=FakeEmbedder()) as m:
         assert {e["surface"] for e in m.log()} <= {"opencode:session-start", "opencode:user-prompt"} and m.log()
+
+
+CLEANUP_DRIVER = r"""
+import { MnemoPlugin } from "./mnemo.mjs"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { tmpdir } from "node:os"
+const messages = [{ info: { role: "user", id: "msg_1" }, parts: [{ type: "text", text: "Remember this: the team store is the one to use." }] }]
+const client = { session: { messages: async () => ({ data: messages }) } }
+const hooks = await MnemoPlugin({ directory: process.argv[2], worktree: process.argv[2], client, project: {}, $: null })
+const output = { message: { id: "msg_x", sessionID: "ses_9", role: "user" }, parts: [{ id: "prt_a", type: "text", text: "when do deploys happen?", sessionID: "ses_9", messageID: "msg_x" }] }
+await hooks["chat.message"]({ sessionID: "ses_9", agent: "build" }, output)
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_9" } } })
+const path = join(tmpdir(), "mnemo-opencode", "ses_9.jsonl")
+const written = existsSync(path)
+await hooks.event({ event: { type: "session.deleted", properties: { info: { id: "ses_9" } } } })
+console.log(JSON.stringify({ parts: output.parts, written, removed: !existsSync(path) }))
+"""
+
+
+def test_plugin_uses_the_installed_store_and_keeps_no_old_conversations(project: Path, tmp_path: Path) -> None:
+    """`mnemo install opencode --db PATH`: the plugin's hooks read that store. Transcripts in the
+    temp folder older than a day are removed when a new one is written, and a deleted session's
+    at once."""
+    import os as _os
+
+    from fake_embedder import FakeEmbedder
+
+    from mnemo._cli.install import store_options
+
+    node = _node()
+    other = tmp_path / "team.db"
+    with Mnemo(other, embedder=FakeEmbedder()) as m:
+        m.remember("Deploys happen on Tuesdays, says the team store", type="decision", scope=project_scope(project))
+    install("opencode", where="project", directory=project, options=store_options(str(other), None))
+    work = project / "driver"
+    work.mkdir()
+    shutil.copy(project / ".opencode" / "plugin" / "mnemo.js", work / "mnemo.mjs")
+    (work / "driver.mjs").write_text(CLEANUP_DRIVER, "utf-8")
+    tmp = tmp_path / "tmp"
+    folder = tmp / "mnemo-opencode"
+    folder.mkdir(parents=True)
+    old, recent = folder / "ses_old.jsonl", folder / "ses_recent.jsonl"
+    for f in (old, recent):
+        f.write_text("{}\n", "utf-8")
+    two_days_ago = time.time() - 2 * 86400
+    _os.utime(old, (two_days_ago, two_days_ago))
+    r = subprocess.run([node, "driver.mjs", str(project)], cwd=work, capture_output=True, text=True, timeout=180,
+                       env={**_os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    added = " ".join(p["text"] for p in out["parts"] if p.get("synthetic"))
+    assert "Tuesdays" in added and "PostgreSQL 16" not in added  # the installed store, not the default one
+    assert out["written"] and out["removed"]
+    assert not old.exists() and recent.exists()

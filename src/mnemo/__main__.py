@@ -12,20 +12,33 @@ from __future__ import annotations
 import sys
 
 
+def _only_store_options(args: list[str]) -> bool:
+    """Whether ``args`` hold nothing but ``--db`` and ``--model`` with their values."""
+    i = 0
+    while i < len(args):
+        if args[i] in ("--db", "--model") and i + 1 < len(args):
+            i += 2
+        elif args[i].startswith(("--db=", "--model=")):
+            i += 1
+        else:
+            return False
+    return True
+
+
 def launch() -> None:
     """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
     argv = sys.argv[1:]
-    if len(argv) >= 4 and argv[0] == "--db" and argv[2] == "hook":  # `mnemo --db PATH hook EVENT`: the same fast path
-        argv = [argv[2], argv[3], "--db", argv[1], *argv[4:]]
-    if len(argv) >= 2 and argv[0] == "hook" and not any(a.startswith("-") for a in argv[1:2]) and "--help" not in argv and "-h" not in argv:
-        rest = argv[2:]
-        db = None
-        if len(rest) == 2 and rest[0] == "--db":
-            db, rest = rest[1], []
-        if not rest:
+    from ._hooks.client import command_of
+
+    found = command_of(argv)
+    if found is not None and argv[found[0]] == "hook":
+        # `mnemo [--db P] [--model M] hook EVENT [--db P] [--model M]` (what the installers write)
+        index, given = found
+        event, extra = (argv[index + 1], argv[index + 2:]) if index + 1 < len(argv) else (None, [])
+        if event is not None and not event.startswith("-") and _only_store_options(extra):
             from ._hooks.client import hook_main
 
-            sys.exit(hook_main(argv[1], db=db))
+            sys.exit(hook_main(event, db=given["db"], model=given["model"]))
     from ._hooks.client import cli_main
 
     code = cli_main(argv)  # a frequent command on a store the warm service serves: run there

@@ -38,7 +38,8 @@ def hook_cmd(state: CLIState, event: str) -> None:
     which would block the user's prompt); MNEMO_DISABLE=1 makes it do nothing."""
     from ._hooks.client import hook_main
 
-    sys.exit(hook_main(event, db=state.overrides["db"], stdin=sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin))
+    sys.exit(hook_main(event, db=state.overrides["db"], model=state.overrides.get("model"),
+                       stdin=sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin))
 
 
 @command("serve")
@@ -52,7 +53,7 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
     db = state.config.db
     if show_status or stop_it:
         res = _serve.status(db) if show_status else _serve.stop(db)
-        state.emit(res, lambda: _render.line(str(res)))
+        state.emit(res, lambda: _render.line(_service_line(res, show_status)))
         return
     idle_s = idle if idle is not None else state.config["serve_idle_seconds"]
     if idle_s <= 0:
@@ -73,6 +74,15 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
         finally:
             door.unshare()
     state.emit(res, lambda: _render.line(f"served {res['served']} requests in {res['seconds']} s"))
+
+
+def _service_line(res: dict[str, Any], status: bool) -> str:
+    """`serve --status` / `--stop` in words."""
+    if status:
+        if res.get("running"):
+            return f"a warm service serves {res['db']} (pid {res.get('pid')}, {res.get('served', 0)} requests answered)"
+        return f"no service serves {res['db']} (the next hook starts one; `mnemo serve` starts one now)"
+    return f"asked the service of {res['db']} to stop" if res.get("stopped") else f"no service was serving {res['db']}"
 
 
 #: environment variables a command run by the warm service takes from the client (its settings,

@@ -105,7 +105,9 @@ def install_cmd(state: CLIState, target: str, where: str, directory: str | None,
     """Add mnemo's hooks and MCP server to Claude Code or OpenCode (backup first; idempotent)."""
     from . import install as _install
 
-    report = _install.install(target, where=where, directory=directory)
+    # the store and model given here are the ones the assistant's hooks and MCP server use
+    options = _install.store_options(state.overrides.get("db"), state.overrides.get("model"))
+    report = _install.install(target, where=where, directory=directory, options=options)
     if import_instructions:
         report["imported"] = _import_instructions(state, directory)
     state.emit(report, lambda: _show_install(report))
@@ -154,3 +156,39 @@ def _import_instructions(state: CLIState, directory: str | None) -> list[str]:
                 continue
             done.append(str(path))
     return done
+
+
+@command("help")
+@click.argument("topic", required=False)
+def help_cmd(state: CLIState, topic: str | None) -> None:
+    """Read the user guide here: `mnemo help` lists its sections, `mnemo help TOPIC` shows the one
+    whose title contains TOPIC (e.g. `mnemo help assistant`, `mnemo help privacy`)."""
+    sections = guide_sections()
+    if not topic:
+        titles = [title for title, _ in sections]
+        state.emit({"sections": titles}, lambda: [_render.line(t) for t in titles])
+        return
+    want = topic.strip().lower()
+    found = [(title, body) for title, body in sections if want in title.lower()]
+    if not found:
+        raise click.UsageError(f"no section of the guide is about {topic!r}; the sections: {', '.join(t for t, _ in sections)}")
+    title, body = found[0]
+    state.emit({"title": title, "text": body}, lambda: _render.out.print(f"## {title}\n\n{body}", markup=False, highlight=False))
+
+
+def guide_sections() -> list[tuple[str, str]]:
+    """The README that ships with this installation (its package description), as (title, text)
+    per ``##`` section. The docs folder is not in a pip install; the README is, always the one of
+    the installed version."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        md = metadata("mnemo")
+        text = md.get_payload() or md.get("Description", "")  # type: ignore[attr-defined]
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        text = ""
+    sections: list[tuple[str, str]] = []
+    for block in str(text).split("\n## ")[1:]:
+        title, _, body = block.partition("\n")
+        sections.append((title.strip(), body.strip()))
+    return sections

@@ -62,7 +62,13 @@ def _is_ours(command: Any) -> bool:
         parts = shlex.split(command)
     except ValueError:
         return False
-    return len(parts) >= 3 and parts[-2] == "hook" and parts[-1] in CLAUDE_EVENTS.values() and Path(parts[-3]).name == "mnemo"
+    if len(parts) < 3 or parts[-2] != "hook" or parts[-1] not in CLAUDE_EVENTS.values():
+        return False
+    # the script, then only the --db / --model the installer put before ``hook``
+    head = parts[:-2]
+    while len(head) >= 3 and head[-2] in ("--db", "--model"):
+        head = head[:-2]
+    return Path(head[-1]).name == "mnemo"
 
 
 # ---------------------------------------------------------------- file plans
@@ -105,13 +111,14 @@ def _dump(data: dict[str, Any]) -> bytes:
     return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _with_claude_hooks(data: dict[str, Any], cmd: str) -> dict[str, Any]:
+def _with_claude_hooks(data: dict[str, Any], cmd: str, options: list[str]) -> dict[str, Any]:
     out = _without_claude_hooks(data)
     hooks = out.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise InvalidInputError("the settings' \"hooks\" entry is not an object; fix it before installing")
+    prefix = " ".join(shlex.quote(x) for x in [cmd, *options])
     for claude_event, event in CLAUDE_EVENTS.items():
-        entry = {"hooks": [{"type": "command", "command": f"{shlex.quote(cmd)} hook {event}", "timeout": HOOK_TIMEOUT}]}
+        entry = {"hooks": [{"type": "command", "command": f"{prefix} hook {event}", "timeout": HOOK_TIMEOUT}]}
         hooks.setdefault(claude_event, []).append(entry)
     return out
 
@@ -161,23 +168,39 @@ def _without_server(data: dict[str, Any], key: str) -> dict[str, Any]:
     return out
 
 
-def _plugin_source(cmd: str) -> bytes:
+def _plugin_source(cmd: str, options: list[str]) -> bytes:
     text = resources.files("mnemo").joinpath("data/opencode/mnemo.js").read_text("utf-8")
-    return text.replace('"__MNEMO_COMMAND__"', json.dumps(cmd)).encode("utf-8")
+    text = text.replace('"__MNEMO_COMMAND__"', json.dumps(cmd)).replace("const OPTIONS = []", f"const OPTIONS = {json.dumps(options)}", 1)
+    return text.encode("utf-8")
 
 
-def _desired(target: str, path: Path, current: bytes | None, cmd: str, *, install: bool) -> bytes | None:
+def store_options(db: str | None, model: str | None) -> list[str]:
+    """The ``--db`` / ``--model`` the installed hooks, MCP server and plugin run with: the store
+    and model given to ``mnemo install`` (a file's absolute path), none when not given (then
+    they use the settings of the moment: MNEMO_DB, config.toml, the default store)."""
+    from .._stores import is_url
+
+    out: list[str] = []
+    if db:
+        out += ["--db", db if is_url(db) else str(Path(db).expanduser().resolve())]
+    if model:
+        out += ["--model", model]
+    return out
+
+
+def _desired(target: str, path: Path, current: bytes | None, cmd: str, *, install: bool, options: list[str] | None = None) -> bytes | None:
     """What ``path`` should hold after (un)installing; None means the file should not exist."""
+    options = options or []
     if path.name == PLUGIN_NAME:
-        return _plugin_source(cmd) if install else None
+        return _plugin_source(cmd, options) if install else None
     data = _read_json(path) if current is not None else {}
     if target == "claude-code" and path.name == "settings.json":
-        new = _with_claude_hooks(data, cmd) if install else _without_claude_hooks(data)
+        new = _with_claude_hooks(data, cmd, options) if install else _without_claude_hooks(data)
     elif target == "claude-code":
-        entry = {"type": "stdio", "command": cmd, "args": ["mcp"]}
+        entry = {"type": "stdio", "command": cmd, "args": [*options, "mcp"]}
         new = _with_server(data, "mcpServers", entry) if install else _without_server(data, "mcpServers")
     else:
-        entry = {"type": "local", "command": [cmd, "mcp"], "enabled": True}
+        entry = {"type": "local", "command": [cmd, *options, "mcp"], "enabled": True}
         if install:
             new = _with_server(data, "mcp", entry)
             new.setdefault("$schema", "https://opencode.ai/config.json")
@@ -227,15 +250,17 @@ def _write(path: Path, data: bytes) -> None:
 # ---------------------------------------------------------------- install / uninstall
 
 
-def install(target: str, *, where: str = "user", directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """Merge mnemo into ``target``'s settings (see the module docstring); returns what changed."""
+def install(target: str, *, where: str = "user", directory: str | os.PathLike[str] | None = None,
+            options: list[str] | None = None) -> dict[str, Any]:
+    """Merge mnemo into ``target``'s settings (see the module docstring); returns what changed.
+    ``options``: ``--db`` / ``--model`` for every command it installs (:func:`store_options`)."""
     cmd = mnemo_command()
     manifest = _load_manifest()
     files = []
     plans = []
     for path in _targets(target, where, directory):  # plan everything first: a bad file changes nothing
         current = path.read_bytes() if path.exists() else None
-        plans.append((path, current, _desired(target, path, current, cmd, install=True)))
+        plans.append((path, current, _desired(target, path, current, cmd, install=True, options=options)))
     for path, current, new in plans:
         assert new is not None
         if new == current:
@@ -256,7 +281,7 @@ def install(target: str, *, where: str = "user", directory: str | os.PathLike[st
         files.append({"path": str(path), "action": "updated" if current is not None else "created",
                       "backup": record.get("backup")})
     _save_manifest(manifest)
-    return {"target": target, "where": where, "command": cmd, "files": files, "notes": _notes(target)}
+    return {"target": target, "where": where, "command": cmd, "options": options or [], "files": files, "notes": _notes(target)}
 
 
 def uninstall(target: str, *, where: str = "user", directory: str | os.PathLike[str] | None = None) -> dict[str, Any]:
@@ -313,4 +338,4 @@ def _missing_dirs(path: Path) -> list[Path]:
 def _notes(target: str) -> list[str]:
     if target == "claude-code":
         return ["restart Claude Code (or run /hooks) to load the hooks; `mnemo pause` or MNEMO_DISABLE=1 turns injection off"]
-    return ["restart OpenCode to load the plugin and the MCP server; see docs/assistants.md for what OpenCode supports"]
+    return ["restart OpenCode to load the plugin and the MCP server; `mnemo help assistant` says what OpenCode supports"]

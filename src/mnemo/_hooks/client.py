@@ -111,12 +111,14 @@ def _can_lock(db: str) -> bool:
     return os.access(path, os.W_OK) if os.path.exists(path) else os.access(os.path.dirname(path), os.W_OK)
 
 
-def start_service(db: str, idle_seconds: float) -> None:
-    """Start ``mnemo serve`` for ``db`` in the background, detached from this process."""
+def start_service(db: str, idle_seconds: float, *, model: str | None = None) -> None:
+    """Start ``mnemo serve`` for ``db`` (with ``model`` when one was given) in the background,
+    detached from this process."""
     import subprocess
 
     subprocess.Popen(
-        [sys.executable, "-m", "mnemo", "serve", "--db", db, "--idle", str(idle_seconds), "--json"],
+        [sys.executable, "-m", "mnemo", "serve", "--db", db, *(["--model", model] if model else []),
+         "--idle", str(idle_seconds), "--json"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True,
     )
@@ -130,8 +132,9 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise _Deadline()
 
 
-def hook_main(event: str, *, db: str | None = None, stdin: Any = None) -> int:
+def hook_main(event: str, *, db: str | None = None, model: str | None = None, stdin: Any = None) -> int:
     """Run one hook: read the payload, answer via the service or in-process. Returns the exit code.
+    ``db`` and ``model``: the ``--db`` / ``--model`` it was run with (``mnemo install --db …``).
 
     Never hangs the user: the whole hook is bounded by ``DEADLINE`` seconds."""
     import signal
@@ -139,10 +142,10 @@ def hook_main(event: str, *, db: str | None = None, stdin: Any = None) -> int:
     try:
         old = signal.signal(signal.SIGALRM, _on_alarm)
     except ValueError:  # not the main thread (an embedding application): no alarm, just the timeouts
-        return _hook(event, db=db, stdin=stdin)
+        return _hook(event, db=db, model=model, stdin=stdin)
     signal.alarm(DEADLINE)
     try:
-        return _hook(event, db=db, stdin=stdin)
+        return _hook(event, db=db, model=model, stdin=stdin)
     except _Deadline:
         sys.stderr.write(f"mnemo hook {event}: gave up after {DEADLINE} s; nothing injected\n")
         return 1
@@ -151,7 +154,7 @@ def hook_main(event: str, *, db: str | None = None, stdin: Any = None) -> int:
         signal.signal(signal.SIGALRM, old)
 
 
-def _hook(event: str, *, db: str | None, stdin: Any) -> int:
+def _hook(event: str, *, db: str | None, model: str | None, stdin: Any) -> int:
     from ..errors import PayloadError
     from .handlers import check_payload
 
@@ -172,7 +175,7 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
     try:
         from .._settings import config as _config
 
-        cfg = _config.load({"db": db})
+        cfg = _config.load({"db": db, "model": model})
     except Exception as exc:  # a broken config.toml must not block the prompt
         sys.stderr.write(f"mnemo hook {event}: {exc}\n")
         return 1
@@ -186,10 +189,10 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
         idle = float(cfg["serve_idle_seconds"])
         if idle > 0 and not service_running(path) and _can_lock(path):
             try:
-                start_service(path, idle)
+                start_service(path, idle, model=model)
             except OSError:
                 pass  # the in-process answer below still works
-        reply = _in_process(event, payload, settings, db)
+        reply = _in_process(event, payload, settings, db, model)
     if reply.get("stdout"):
         sys.stdout.write(reply["stdout"] + "\n")
     if reply.get("stderr"):
@@ -197,7 +200,7 @@ def _hook(event: str, *, db: str | None, stdin: Any) -> int:
     return int(reply.get("exit", 0))
 
 
-def _in_process(event: str, payload: dict[str, Any], settings: dict[str, Any], db: str | None) -> dict[str, Any]:
+def _in_process(event: str, payload: dict[str, Any], settings: dict[str, Any], db: str | None, model: str | None = None) -> dict[str, Any]:
     """Handle the event in this process (no service): open the store, run the hook, close it."""
     from .._settings import config as _config
     from .._settings.door import opened
@@ -205,7 +208,7 @@ def _in_process(event: str, payload: dict[str, Any], settings: dict[str, Any], d
     from .handlers import run_hook
 
     try:
-        config = _config.load({"db": db})
+        config = _config.load({"db": db, "model": model})
         one_thread(config)
         with opened(config) as m:
             return run_hook(m, event, payload, settings)
@@ -238,31 +241,34 @@ CLI_TIMEOUT = 600.0
 _CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 
-def _command(argv: list[str]) -> tuple[int, str | None] | None:
-    """Where the command is in ``argv`` and the ``--db`` given, or None when the global options
-    before it are not the simple ones (then the full command line parses them)."""
-    i, db = 0, None
+def command_of(argv: list[str]) -> tuple[int, dict[str, str | None]] | None:
+    """Where the command is in ``argv`` and the ``--db`` / ``--model`` given (before or after it),
+    or None when the options before it are not these simple ones, or ask for help (then the full
+    command line parses them)."""
+    i, given = 0, {"db": None, "model": None}
+
+    def take(j: int) -> int:
+        arg = argv[j]
+        for name in given:
+            if arg == f"--{name}" and j + 1 < len(argv):
+                given[name] = argv[j + 1]
+                return 2
+            if arg.startswith(f"--{name}="):
+                given[name] = arg.split("=", 1)[1]
+                return 1
+        return 0
+
     while i < len(argv) and argv[i].startswith("-"):
-        arg = argv[i]
-        if arg in ("--db", "--model") and i + 1 < len(argv):
-            db = argv[i + 1] if arg == "--db" else db
-            i += 2
-        elif arg.startswith("--db="):
-            db, i = arg[5:], i + 1
-        elif arg.startswith("--model=") or arg == "--json":
-            i += 1
-        else:
+        step = take(i) or (1 if argv[i] == "--json" else 0)
+        if not step:
             return None
-    if i >= len(argv):
+        i += step
+    if i >= len(argv) or any(a in ("--help", "-h") for a in argv[i + 1:]):
         return None
-    for j, arg in enumerate(argv[i + 1:]):
-        if arg in ("--help", "-h"):
-            return None
-        if arg == "--db" and i + 2 + j < len(argv):
-            db = argv[i + 2 + j]
-        elif arg.startswith("--db="):
-            db = arg[5:]
-    return i, db
+    j = i + 1
+    while j < len(argv):
+        j += take(j) or 1
+    return i, given
 
 
 def cli_main(argv: list[str]) -> int | None:
@@ -271,14 +277,14 @@ def cli_main(argv: list[str]) -> int | None:
     or None when the command line should run it in this process: not a command the service runs,
     no service, or a service that could not take it. A command the service took is never run a
     second time here, even when its answer is lost: it may have written."""
-    found = _command(argv)
+    found = command_of(argv)
     if found is None or argv[found[0]] not in WARM_COMMANDS or _truthy(os.environ.get("MNEMO_NO_SERVICE")):
         return None
-    index, db = found
+    index, given = found
     try:
         from .._settings import config as _config
 
-        path = _config.load({"db": db}).db
+        path = _config.load({"db": given["db"]}).db
     except Exception:
         return None  # the command line says what is wrong with the settings
     if not is_url(path) and not os.path.exists(path):

@@ -8,11 +8,15 @@
 // synthetic text part) and "event" (session.compacted: re-inject after compaction;
 // session.idle: write the conversation as a transcript and capture from it in the background).
 import { spawn } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 const MNEMO = process.env.MNEMO_COMMAND || "__MNEMO_COMMAND__"
+// the --db / --model given to `mnemo install` (none: the settings of the moment)
+const OPTIONS = [] // written by `mnemo install`
+// a session's transcript is rewritten at each idle for `mnemo hook stop`; older ones are removed
+const KEEP_TRANSCRIPTS_MS = 24 * 3600 * 1000
 const TIMEOUT_MS = 10000
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -28,7 +32,7 @@ function runHook(event, payload, { command = MNEMO, timeoutMs = TIMEOUT_MS } = {
     let err = ""
     let child
     try {
-      child = spawn(command, ["hook", event], { stdio: ["pipe", "pipe", "pipe"], env: process.env })
+      child = spawn(command, [...OPTIONS, "hook", event], { stdio: ["pipe", "pipe", "pipe"], env: process.env })
     } catch (e) {
       resolve({ context: "", code: null, error: String(e) })
       return
@@ -71,6 +75,38 @@ function textOf(parts) {
     .join("\n")
 }
 
+function transcriptFolder() {
+  return join(tmpdir(), "mnemo-opencode")
+}
+
+// Conversations must not pile up in the temp folder: a transcript not rewritten for a day is gone
+// (its capture ran long ago), and a deleted session's at once.
+function pruneTranscripts(folder, now = Date.now()) {
+  let names = []
+  try {
+    names = readdirSync(folder)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.endsWith(".jsonl")) continue
+    const path = join(folder, name)
+    try {
+      if (now - statSync(path).mtimeMs > KEEP_TRANSCRIPTS_MS) unlinkSync(path)
+    } catch {
+      // another process removed it, or it is not ours to remove
+    }
+  }
+}
+
+function forgetTranscript(sessionID) {
+  try {
+    unlinkSync(join(transcriptFolder(), `${sessionID}.jsonl`))
+  } catch {
+    // there was none
+  }
+}
+
 // The session's messages as a Claude Code-style JSONL transcript, for `mnemo hook stop`.
 async function writeTranscript(client, sessionID) {
   const res = await client.session.messages({ path: { id: sessionID } })
@@ -84,8 +120,9 @@ async function writeTranscript(client, sessionID) {
     }
   }
   if (!lines.length) return null
-  const folder = join(tmpdir(), "mnemo-opencode")
+  const folder = transcriptFolder()
   mkdirSync(folder, { recursive: true, mode: 0o700 })
+  pruneTranscripts(folder)
   const path = join(folder, `${sessionID}.jsonl`)
   writeFileSync(path, lines.join("\n") + "\n", { mode: 0o600 })
   return path
@@ -122,7 +159,9 @@ export const MnemoPlugin = async ({ directory, worktree, client }) => {
       if (disabled() || !event) return
       const sid = event.properties && (event.properties.sessionID || (event.properties.info && event.properties.info.id))
       if (!sid) return
-      if (event.type === "session.compacted") {
+      if (event.type === "session.deleted") {
+        forgetTranscript(sid)
+      } else if (event.type === "session.compacted") {
         compacted.add(sid)
         await runHook("pre-compact", { session_id: sid, cwd, hook_event_name: "PreCompact", trigger: "auto" })
       } else if (event.type === "session.idle" && client) {
