@@ -528,8 +528,12 @@ def prepare(root: Path, memories: int) -> tuple[dict[str, Any], dict[str, set[st
     home = fresh(data["plain"], root / "ref")
     r = mnemo(home, "ingest", "--json", str(data["notes"]))
     assert r.returncode == 0, r.stderr
-    data["ingest_reference"] = sorted(m["content"] for m in export(home) or [] if m.get("status") == "active" and
+    exported = export(home)
+    # an export that failed would make the reference empty and every rerun "extra": say so instead
+    assert exported is not None, check_cli(home, "export", "--format", "jsonl").stderr
+    data["ingest_reference"] = sorted(m["content"] for m in exported if m.get("status") == "active" and
                                       ("notetok" in m["content"] or m["content"].startswith("Note ")))
+    assert data["ingest_reference"], "the unkilled ingest left no chunks"
     return data, baseline
 
 

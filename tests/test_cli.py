@@ -263,7 +263,7 @@ def test_recent_and_list(cli, stocked: dict[str, dict]) -> None:
     assert {x["id"] for x in cli("recent", "--scope", "project:app", "--json").json()} == {stocked[k]["id"] for k in ("deploy", "db", "pref")}
     assert len(cli("recent", "--scope", "project:app", "--limit", "2", "--json").json()) == 2
     text = cli("recent", "--scope", "project:app")
-    assert text.code == 0 and stocked["deploy"]["id"] in text.out and "id" in text.out.splitlines()[1]
+    assert text.code == 0 and stocked["deploy"]["id"][:12] in text.out and "id" in text.out.splitlines()[1]  # a unique prefix
     assert text.out.splitlines()[0] == "scope: project:app + global"  # every listing says which scopes it shows
     assert stocked["other"]["id"] not in text.out
 
@@ -277,7 +277,7 @@ def test_recent_and_list(cli, stocked: dict[str, dict]) -> None:
     assert [x["id"] for x in cli("list", "--until", "2021-01-01", "--json").json()] == [stocked["old"]["id"]]
     assert len(cli("list", "--scope", "all", "--limit", "2", "--offset", "4", "--json").json()) == 1
     lt = cli("list", "--scope", "all")
-    assert lt.code == 0 and all(stocked[k]["id"] in lt.out for k in stocked) and lt.out.startswith("scope: every scope")
+    assert lt.code == 0 and all(stocked[k]["id"][:12] in lt.out for k in stocked) and lt.out.startswith("scope: every scope")
     assert "no memories" in cli("list", "--type", "goal").out
 
 
@@ -548,3 +548,66 @@ def test_list_takes_statuses_like_types_comma_separated_or_repeated(cli) -> None
         assert ids == {kept, gone}, args
     r = cli("list", "--status", "active,gone")
     assert r.code == 2 and "unknown status 'gone'" in r.err
+
+
+def test_the_demo_numbers_its_steps_once_and_says_what_each_search_shows(cli) -> None:
+    r = cli("demo", "--model", FAKE_MODEL)
+    assert r.code == 0, r.err
+    assert r.out.count("2. Recall") == 1 and r.out.count("1. Remember") == 1
+    from mnemo._cli.demo import _what_it_shows
+
+    class _Hit:
+        def __init__(self, text: str) -> None:
+            self.memory = type("M", (), {"content": text})()
+
+    assert _what_it_shows("what database do we use?", [_Hit("项目使用 PostgreSQL")]) == "English question, Chinese memory first"
+    assert _what_it_shows("部署方式", [_Hit("We deploy with GitHub Actions")]) == "Chinese question, English memory first"
+    assert _what_it_shows("bread", []).startswith("nothing relevant")
+
+
+def test_tables_fit_80_and_120_columns_with_chinese_and_english(cli, monkeypatch) -> None:
+    """`list` and `recent` print one line per memory at 60, 80 and 120 columns: the content is cut
+    with an ellipsis, never one word (or half a Chinese character) per line; the scope column
+    gives way first when the content would get too little room."""
+    from rich.cells import cell_len
+
+    from mnemo._cli import render
+
+    long_zh = "用户喜欢使用 Tailwind CSS 进行前端开发，并且所有组件都用 TypeScript 写，测试统一用 Vitest 跑"
+    long_en = "We decided to deploy with GitHub Actions to one VPS behind Caddy; no Kubernetes until we have two services"
+    for text in (long_zh, long_en):
+        assert cli("save", text, "--scope", "project:shop").code == 0
+    for width, scope_col in ((60, False), (80, True), (120, True)):
+        monkeypatch.setattr(render.out, "_width", width)
+        for args in (("recent", "--scope", "project:shop"), ("list", "--scope", "project:shop")):
+            r = cli(*args)
+            lines = [ln for ln in r.out.splitlines() if ln.strip()]
+            assert all(cell_len(ln) <= width for ln in lines), (width, args, lines)
+            body = [ln for ln in lines if ln.startswith("mem_")]
+            assert len(body) == 2, (width, lines)  # one line per memory
+            assert ("scope" in lines[1]) == scope_col
+            assert any("…" in ln for ln in body) and any("用户喜欢使用" in ln for ln in body)
+            assert all(ln.startswith("mem_") and len(ln.split()[0]) == 12 for ln in body)  # a unique id prefix
+
+
+def test_small_things_a_newcomer_notices(cli) -> None:
+    """JSON without float noise, `save --json` says when it was stored, `show` shows expiry and
+    pin, `serve --status` speaks words, bad UTF-8 on stdin or in a query is refused clearly, and
+    `mnemo help` reads the guide that ships with the package."""
+    saved = cli("save", "the cache TTL is 15 minutes", "--importance", "0.6", "--expires", "30d", "--pin", "--json")
+    assert saved.code == 0, saved.err
+    mem = saved.json()["memory"]
+    assert '"importance": 0.6,' in saved.out and mem["stored_at"]
+    shown = cli("show", mem["id"])
+    assert "expires" in shown.out and mem["expires_at"][:10] in shown.out and "pinned  yes" in shown.out
+    status = cli("serve", "--status")
+    assert status.code == 0 and status.out.startswith("no service serves") and "{" not in status.out
+    bad = cli("auto", "--stdin", stdin=b"Remember: I like tea \xff\xfe a lot\n")
+    assert bad.code == 2 and "standard input is not valid UTF-8" in bad.err
+    q = cli("search", "ab\udcffcd")
+    assert q.code == 2 and "not valid UTF-8" in q.err and "Traceback" not in q.err
+    sections = cli("help", "--json").json()["sections"]
+    assert "In your assistant" in sections and "Privacy" in sections
+    assistant = cli("help", "assistant")
+    assert assistant.code == 0 and "mnemo install claude-code" in assistant.out
+    assert cli("help", "no-such-topic").code == 2

@@ -78,9 +78,21 @@ class CLIState:
 
     def emit(self, data: Any, text: Callable[[], None]) -> None:
         if self.as_json:
-            click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+            click.echo(json.dumps(_rounded(data), ensure_ascii=False, indent=2))
         else:
             text()
+
+
+def _rounded(data: Any) -> Any:
+    """``data`` with its floats cut to 9 significant digits: arithmetic leaves 0.6000000000000001
+    where a person wrote 0.6, and no score or weight here means anything past that."""
+    if isinstance(data, float):
+        return float(f"{data:.9g}")
+    if isinstance(data, dict):
+        return {k: _rounded(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_rounded(v) for v in data]
+    return data
 
 
 def command(name: str, *, scope_option: bool = False, **kwargs: Any) -> Callable[[Callable[..., Any]], click.Command]:

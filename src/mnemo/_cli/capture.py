@@ -59,7 +59,7 @@ def auto_cmd(state: CLIState, text: tuple[str, ...], from_stdin: bool, file: str
         if file is not None:
             result = m.auto_transcript(file, session=session, scope=scope, llm=use_llm, background=background, fmt=fmt, dry_run=dry_run)
         else:
-            content = sys.stdin.buffer.read().decode("utf-8", "replace") if from_stdin else " ".join(text)
+            content = _stdin_text() if from_stdin else " ".join(text)
             if fmt != "auto":
                 from .._capture.transcript import parse
 
@@ -98,3 +98,13 @@ def _show(result: dict[str, Any]) -> None:
     out.print(f"{summary} ({result['extractor']})")
     for s in result["saved"]:
         out.print(f"  {s['action']:<10} {s['id']}  {s['type']:<16} {escape(s['content'])}")
+
+
+def _stdin_text() -> str:
+    """Standard input as text; bytes that are not UTF-8 are refused, as `save -` refuses them,
+    rather than stored as U+FFFD (what was meant is lost, and a masked secret could hide there)."""
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"standard input is not valid UTF-8 text (byte {exc.start}); convert it first (iconv -t UTF-8)") from None

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .._base.text import has_han
 from .._core.mnemo import Mnemo
 from . import render as _render
 
@@ -22,11 +23,23 @@ SAMPLES: list[dict[str, Any]] = [
 #: a message as an assistant would pass it to ``mnemo auto``: two memories in one sentence
 MESSAGE = "记住：以后都用 uv 管理依赖。项目的前端选择 Vue 3 + Vite，好的谢谢！"
 QUERIES = [
-    ("what database and queue does the project use?", "English question, Chinese memory"),
-    ("部署方式是什么？", "Chinese question, English memory"),
-    ("testing framework preference", "by meaning, not by words"),
-    ("how do I bake sourdough bread?", "unrelated: nothing comes back"),
+    "what database and queue does the project use?",
+    "部署方式是什么？",
+    "testing framework preference",
+    "how do I bake sourdough bread?",
 ]
+
+
+def _what_it_shows(query: str, hits: list[Any]) -> str:
+    """What a search of the tour shows, said from its actual answer (never a label that the
+    results might contradict)."""
+    if not hits:
+        return "nothing relevant is stored: nothing comes back"
+    q_zh, top = has_han(query), hits[0].memory.content
+    if q_zh != has_han(top):
+        return f"{'Chinese' if q_zh else 'English'} question, {'Chinese' if has_han(top) else 'English'} memory first"
+    shared = set(query.lower().split()) & set(top.lower().split())
+    return "found by meaning, not by its words" if not shared else "found by its words and its meaning"
 
 
 def run_demo(*, model: str = "e5", keep: bool = False, as_json: bool = False) -> dict[str, Any]:
@@ -44,12 +57,14 @@ def run_demo(*, model: str = "e5", keep: bool = False, as_json: bool = False) ->
             for mem, _ in saved:
                 report["saved"].append(mem.to_dict())
                 say(f"   saved {mem.id}  [dim]{mem.type} · {mem.scope}[/]  {_render.escape(mem.content)}")
-            for query, why in QUERIES:
-                say(f"\n[bold]2. Recall[/] (mnemo search \"{query}\")  [dim]— {why}[/]")
+            say("\n[bold]2. Recall[/] (mnemo search …)")
+            for n, query in enumerate(QUERIES):
                 hits = m.recall(query, top_k=3, explain=True, touch=False)
-                report["searches"].append({"query": query, "results": [h.to_dict() for h in hits]})
+                shows = _what_it_shows(query, hits)
+                report["searches"].append({"query": query, "shows": shows, "results": [h.to_dict() for h in hits]})
+                say(f"\n   [bold]mnemo search \"{query}\"[/]  [dim]— {shows}[/]")
                 if not as_json:
-                    _render.hits(hits, explain=query == QUERIES[0][0])
+                    _render.hits(hits, explain=n == 0)
             say(f"\n[bold]3. Capture[/] (mnemo auto \"{MESSAGE}\")  [dim]— found in conversation, chit-chat left out[/]")
             captured = m.auto(MESSAGE, scope="project:demo")
             report["captured"] = captured

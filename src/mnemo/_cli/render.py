@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -66,7 +67,9 @@ def hits(results: list[Hit], explain: bool) -> None:
             out.print(
                 f"   [cyan]cosine {sim} → dense {e['dense_relevance']:.2f}; bm25 {e['bm25']:.2f} → lexical {e['lexical_relevance']:.2f}; "
                 f"relevance {e['relevance']:.3f} × importance {e['importance_factor']:.2f} × confidence {e['confidence_factor']:.2f} "
-                f"× recency {e['recency_factor']:.2f} × access {e['access_factor']:.2f} × time {e['time_factor']:.2f} = {e['score']:.3f}[/]"
+                f"× recency {e['recency_factor']:.2f} × access {e['access_factor']:.2f} × time {e['time_factor']:.2f}"
+                + "".join(f" × {name} {e[key]:.2f}" for name, key in (("type", "type_factor"), ("scope", "scope_factor")) if e.get(key, 1.0) != 1.0)
+                + f" = {e['score']:.3f}[/]"
             )
 
 
@@ -88,17 +91,50 @@ def review(scope: str, expired: list[Memory], conflicts: list[dict[str, Any]]) -
         out.print(f"    may replace {c['old'].id}  {escape(c['old'].content[:100])}  [dim]({escape(c['why'])})[/]")
 
 
-def memories(items: list[Memory]) -> None:
+#: characters of an id shown in a narrow table: a unique prefix of 8+ characters finds a memory
+SHORT_ID = 12
+#: the content column gets at least this many characters; other columns go first to make room
+MIN_CONTENT = 28
+
+
+def memories(items: list[Memory], *, wide: bool = False) -> None:
+    """A table of memories that fits the terminal: one line per memory, the content cut with an
+    ellipsis (Chinese is cut between characters, never mid-character), ids shortened to a unique
+    prefix, and the scope, type and date columns dropped in that order when the content would
+    get fewer than ``MIN_CONTENT`` characters. ``wide``: every column whole, the content wrapped."""
     if not items:
         out.print("[dim]no memories[/]")
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for col in ("id", "created", "type", "scope", "content"):
-        table.add_column(col, overflow="fold", no_wrap=col != "content")
-    for m in items:
-        status = "" if m.status == "active" else f" [{m.status}]"
-        table.add_row(m.id, _when(m.created_at), m.type, escape(m.scope), escape(m.content) + status)
+    rows = [(m.id, _when(m.created_at), m.type, m.scope, m.content + ("" if m.status == "active" else f" [{m.status}]")) for m in items]
+    names = ["id", "created", "type", "scope", "content"]
+    if not wide:
+        rows = [(_short_id(r[0], items), *r[1:]) for r in rows]
+        width = out.width
+        needed = {n: max(len(n), *(cell_len(r[i]) for r in rows)) for i, n in enumerate(names[:4])}
+        for drop in ("scope", "type", "created"):
+            if width - sum(needed[n] + 2 for n in names[:4] if n in needed) >= MIN_CONTENT:
+                break
+            needed.pop(drop)
+        keep = [i for i, n in enumerate(names) if n in needed or n == "content"]
+        names, rows = [names[i] for i in keep], [tuple(r[i] for i in keep) for r in rows]
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    widths = [max(cell_len(n), *(cell_len(str(r[i])) for r in rows)) for i, n in enumerate(names)]
+    # what is left for the content once the other columns (and the two spaces after each) are laid out
+    room = max(MIN_CONTENT, out.width - sum(w + 2 for n, w in zip(names, widths) if n != "content"))
+    for n, w in zip(names, widths):
+        if n == "content":
+            table.add_column(n, overflow="fold" if wide else "ellipsis", no_wrap=not wide, max_width=None if wide else room)
+        else:  # as wide as its widest cell: only the content gives way
+            table.add_column(n, no_wrap=True, min_width=w, max_width=None if wide else w)
+    for r in rows:
+        table.add_row(*(escape(str(c)) for c in r))
     out.print(table)
+
+
+def _short_id(mid: str, items: list[Memory]) -> str:
+    """``mid`` cut to ``SHORT_ID`` characters when that prefix is unique among ``items``."""
+    short = mid[:SHORT_ID]
+    return short if sum(1 for m in items if m.id.startswith(short)) == 1 else mid
 
 
 def show(mem: Memory, history: list[dict[str, Any]], links: list[dict[str, Any]] | None = None) -> None:
@@ -109,6 +145,7 @@ def show(mem: Memory, history: list[dict[str, Any]], links: list[dict[str, Any]]
         ("importance", f"{mem.importance:g}"), ("confidence", f"{mem.confidence:g}"), ("source", mem.source),
         ("created", mem.created_at), ("updated", mem.updated_at), ("last accessed", mem.last_accessed_at or "never"),
         ("accesses", str(mem.access_count)),
+        ("expires", mem.expires_at or "never"), ("pinned", "yes (never decays or is archived)" if mem.pinned else "no"),
     ]
     if mem.superseded_by:
         fields.append(("superseded by", mem.superseded_by))

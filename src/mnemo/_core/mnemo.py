@@ -393,6 +393,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
             content_hash=_text.content_hash(content),
             metadata=metadata,
             pinned=bool(r.get("pinned")),
+            stored_at=format_time(now),  # what the store writes; the answer to a save says it too
         )
         if r.get("expires"):
             mem.expires_at, span = parse_expiry(r["expires"], now)
