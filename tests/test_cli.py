@@ -443,6 +443,9 @@ def test_config_origins(cli, mnemo_home: Path, monkeypatch: pytest.MonkeyPatch) 
     assert (s["db"]["value"], s["db"]["origin"]) == (str(mnemo_home / "other.db"), "flag")
     assert s["embed_threads"]["origin"] == "default"
 
+    from mnemo._cli import render
+
+    monkeypatch.setattr(render.out, "_width", 130)  # the env column shows on a wide terminal
     t = cli("config")
     assert t.code == 0
     lines = {line.split()[0]: line for line in t.out.splitlines() if line.strip()}
@@ -611,3 +614,22 @@ def test_small_things_a_newcomer_notices(cli) -> None:
     assistant = cli("help", "assistant")
     assert assistant.code == 0 and "mnemo install claude-code" in assistant.out
     assert cli("help", "no-such-topic").code == 2
+
+
+def test_sources_and_config_fit_the_terminal_and_config_says_where_its_file_is(cli, monkeypatch, tmp_path) -> None:
+    from rich.cells import cell_len
+
+    from mnemo._cli import render
+
+    folder = tmp_path / "a" / "rather" / "deep" / "folder" / "of" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "性能优化笔记-2026.md").write_text("# 性能优化笔记：数据库索引与缓存的经验总结\n\n正文。\n", "utf-8")
+    (folder / "deploy.md").write_text("# Deploy checklist for the production cluster\n\nBody.\n", "utf-8")
+    assert cli("ingest", str(folder)).code == 0
+    for width in (80, 120):
+        monkeypatch.setattr(render.out, "_width", width)
+        lines = [ln for ln in cli("sources").out.splitlines() if ln.strip()]
+        assert len(lines) == 3 and all(cell_len(ln) <= width for ln in lines), lines
+        assert any(ln.startswith("…") and "deploy.md" in ln for ln in lines)  # the file name survives the cut
+        conf = cli("config").out
+        assert conf.startswith("config file: ") and "config.toml" in conf.splitlines()[0]

@@ -35,3 +35,11 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
 def test_operations_table_names_real_commands() -> None:
     ctx = click.Context(main_group)
     assert set(OPERATIONS) <= set(main_group.list_commands(ctx))
+
+
+def test_the_license_the_package_declares_is_in_the_repository() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["license"]
+    text = (ROOT / "LICENSE").read_text("utf-8")
+    assert declared == {"text": "Apache-2.0"} and "Apache License" in text and "Version 2.0, January 2004" in text

@@ -102,13 +102,38 @@ def _sources_table(rows: list[dict[str, Any]]) -> None:
     if not rows:
         _render.out.print("nothing ingested yet (mnemo ingest PATH|URL)")
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("source", "title", "chunks", "status", "ingested", "updated"):
-        table.add_column(col)
+    wide = _render.out.width >= 140
+    date_w = 16 if wide else 10
+    # chunks (6), status (8: "archived"), the dates, and two spaces after every column but the last
+    fixed = 6 + 8 + date_w * (2 if wide else 1) + 2 * (5 if wide else 4)
+    room = max(30, _render.out.width - fixed)
+    source_w = max(20, room * 3 // 5)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("source", no_wrap=True, min_width=source_w, max_width=source_w)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(10, room - source_w))
+    table.add_column("chunks", no_wrap=True, min_width=6)
+    table.add_column("status", no_wrap=True, min_width=8)
+    for col in (("ingested",) if wide else ()) + ("updated",):
+        table.add_column(col, no_wrap=True, min_width=date_w)
     for r in rows:
-        table.add_row(escape(r["key"]), escape((r["title"] or "")[:40]), str(r["chunks"]), r["status"],
-                      (r["ingested_at"] or "")[:16], (r["updated_at"] or "")[:16])
+        dates = ([(r["ingested_at"] or "")[:date_w]] if wide else []) + [(r["updated_at"] or "")[:date_w]]
+        table.add_row(escape(_left_cut(r["key"], source_w)), escape(r["title"] or ""), str(r["chunks"]), r["status"], *dates)
     _render.out.print(table)
+
+
+def _left_cut(text: str, width: int) -> str:
+    """``text`` that fits ``width`` cells, cut at its start: of a path, the file name and the
+    folders nearest to it are what tells two sources apart."""
+    from rich.cells import cell_len
+
+    if cell_len(text) <= width:
+        return text
+    kept = ""
+    for ch in reversed(text):
+        if cell_len(kept) + cell_len(ch) + 1 > width:
+            break
+        kept = ch + kept
+    return "…" + kept
 
 
 @command("watch", scope_option=True)

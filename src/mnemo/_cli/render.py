@@ -193,12 +193,25 @@ def doctor(checks: list[dict[str, str]]) -> None:
 
 
 def config(rows: list[dict[str, Any]]) -> None:
+    """The settings, where each came from, and where the config file is. The environment
+    variable of each (``MNEMO_`` + its name in capitals) gets its own column on a wide terminal."""
+    from .._settings.config import config_path
+
+    path = config_path()
+    out.print(f"[dim]config file: {escape(str(path))}{'' if path.exists() else ' (not created yet)'}[/]")
+    with_env = out.width >= 110
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for col in ("setting", "value", "from", "env"):
-        table.add_column(col, overflow="fold")
+    table.add_column("setting", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    table.add_column("from", overflow="fold", max_width=32)
+    if with_env:
+        table.add_column("env", no_wrap=True)
     for r in rows:
-        table.add_row(r["name"], escape(str(r["value"])), escape(r["origin"]), r["env"])
+        cells = [r["name"], escape(str(r["value"])), escape(r["origin"])] + ([r["env"]] if with_env else [])
+        table.add_row(*cells)
     out.print(table)
+    if not with_env:
+        out.print("[dim]each setting's environment variable: MNEMO_ + its name in capitals (MNEMO_TOP_K)[/]")
 
 
 @contextmanager
