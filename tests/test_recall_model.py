@@ -96,3 +96,28 @@ def test_global_memories_weigh_less_in_a_project_and_the_kind_asked_for_more(sto
 ])
 def test_the_kind_a_question_asks_for(query: str, types: set[str]) -> None:
     assert asked_types(query) == types
+
+
+def test_a_long_pasted_prompt_is_searched_by_its_question() -> None:
+    from mnemo._recall.intent import LONG_QUERY, salient_query
+
+    log = "\n".join(f"2026-12-01 10:{i % 60:02d}:00 ERROR connection pool exhausted at worker {i}, retrying in 5s" for i in range(250))
+    prompt = "帮我看看这个日志：\n" + log + "\n\n数据库连接超时应该怎么调？"
+    assert salient_query(prompt) == "帮我看看这个日志： 数据库连接超时应该怎么调？"
+    config = "Here is my config file:\n" + "\n".join(f"key_{i} = value_{i}" for i in range(800)) + "\nWhat port does service 7 listen on?"
+    assert salient_query(config) == "Here is my config file: What port does service 7 listen on?"
+    short = "what editor do I use"
+    assert salient_query(short) == short
+    no_question = "Notes from today. " + "x" * 2000 + " The last line says the deploy moved to Tuesday."
+    cut = salient_query(no_question)
+    assert cut.startswith("Notes from today.") and cut.endswith("moved to Tuesday.") and len(cut) < LONG_QUERY
+
+
+@pytest.mark.model
+def test_a_question_after_a_pasted_log_finds_its_answer(tmp_path: Path) -> None:
+    with Mnemo(tmp_path / "s.db", model="e5", scope="project:x") as m:
+        m.remember_many([{"content": f"note {i}: service {i} listens on port {8000 + i}"} for i in range(30)]
+                        + [{"content": "数据库连接超时要把 pool_timeout 调到 30 秒"}])
+        log = "\n".join(f"2026-12-01 10:{i % 60:02d}:00 ERROR connection pool exhausted at worker {i}" for i in range(250))
+        hits = m.recall("帮我看看这个日志：\n" + log + "\n\n数据库连接超时应该怎么调？", top_k=3, touch=False)
+        assert hits and hits[0].memory.content.startswith("数据库连接超时")

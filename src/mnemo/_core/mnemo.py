@@ -38,7 +38,7 @@ from .._base.models import (
 from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
-from .._recall.intent import asked_types, kind_words
+from .._recall.intent import asked_types, kind_words, salient_query
 from .._recall.rank import Weights, score_candidates
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
@@ -492,6 +492,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         query = self._clean_query(query)
         if not query:
             return []  # the query was all <private>: nothing may be searched for
+        query = salient_query(query)  # a pasted log with a question: the question (and the instruction)
         now_dt = parse_time(now, field_name="now") if now else utcnow()
         if not include_expired:
             filters.alive_at = format_time(now_dt)

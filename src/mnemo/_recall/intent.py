@@ -66,3 +66,39 @@ def asked_types(query: str) -> frozenset[str]:
         if pattern.search(text):
             out |= types
     return frozenset(out)
+
+
+#: a query longer than this is reduced to the parts that carry the question
+LONG_QUERY = 400
+#: …to about this many characters
+SALIENT_CHARS = 360
+_SENTENCE = re.compile(r"[^\n。！？!?；;]+[。！？!?；;]?")
+_ASKS = re.compile(r"[?？]|怎么|如何|为什么|为何|什么|哪|吗|呢|能否|是否|请|帮我"
+                   r"|\b(?:how|what|why|which|when|where|who|can|could|should|would|is there|are there|please|help)\b", re.I)
+
+
+def salient_query(query: str) -> str:
+    """A long query cut to what carries the question: its first sentence (the instruction: "帮我
+    看看这个日志") and its question sentences, the last ones first; a pasted log, file or
+    conversation in between is left out. Without a question, its head and its tail. Short queries
+    are returned as they are.
+
+    A pasted 20,000-character prompt was embedded window after window (seconds of CPU on every
+    prompt) and its thousands of log words drowned the question's few in the full-text match."""
+    if len(query) <= LONG_QUERY:
+        return query
+    sentences = [s.strip() for s in _SENTENCE.findall(query) if s.strip()]
+    if not sentences:
+        return query[: SALIENT_CHARS // 2] + " … " + query[-SALIENT_CHARS // 2:]
+    first = sentences[0][:120]
+    asks: list[str] = []
+    used = len(first)
+    for s in reversed(sentences[1:]):
+        if _ASKS.search(s) and s not in asks and used + len(s) <= SALIENT_CHARS:
+            asks.insert(0, s[:200])
+            used += len(s)
+        if used >= SALIENT_CHARS * 0.8:
+            break
+    if not asks:  # no question: the instruction and the end (where a request usually sits)
+        return first + " … " + query[-(SALIENT_CHARS - len(first)):]
+    return " ".join([first, *asks])
