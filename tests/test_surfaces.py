@@ -36,9 +36,10 @@ NOT_ON_MCP = {
     "pause": "the user's switch to stop injection; a model must not turn it on or off",
     "resume": "the user's switch to stop injection; a model must not turn it on or off",
     "visibility": "access control on a team store: the person decides who may read what",
+    "salvage": "rescues a damaged store file into a new file: a person's repair, run where no store opens",
 }
 #: operations with no CLI command of their own
-NOT_ON_CLI: dict[str, str] = {}
+NOT_ON_CLI: dict[str, str] = {"salvage": "an option of doctor: `mnemo doctor --salvage NEW.db`"}
 
 
 def _operations() -> set[str]:

@@ -179,6 +179,17 @@ def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | No
                                             pinned=pin)], cause="save", dedup=not no_dedup)[0]
         links = m.related(mem.id) if action in ("related", "superseded") else []
     state.emit({"action": action, "memory": mem.to_dict(), "links": links}, lambda: _render.saved(mem, action, links))
+    _warn_if_expired(mem)
+
+
+def _warn_if_expired(mem: Any) -> None:
+    """An expiry already past is allowed (a memory that is only for the record), but never silent:
+    the memory will not be recalled until it is confirmed."""
+    from .._base.models import format_time, utcnow
+
+    if mem.expires_at and mem.expires_at <= format_time(utcnow()):
+        _render.err.print(f"note: {mem.id} expired at {mem.expires_at}, which is past: it is not recalled until "
+                          f"confirmed (mnemo confirm {mem.id} --expires 30d), and `mnemo review` lists it")
 
 
 @command("search")
@@ -252,12 +263,13 @@ def _read_batch(path: str) -> list[dict[str, Any]]:
 @click.option("--days", type=float, default=7, show_default=True)
 @click.option("--limit", type=int, default=20, show_default=True)
 @click.option("--scope", help="Scope besides global; 'all' for every scope.")
-def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> None:
+@click.option("--wide", is_flag=True, help="Whole ids and every column; the content wrapped instead of cut.")
+def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None, wide: bool) -> None:
     """Memories saved in the last few days."""
     with state.open() as m:
         shown = scope or m.scope
         mems = m.recent(days=days, limit=limit, scope=scope)
-    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems, wide=wide)))
 
 
 @command("list")
@@ -269,15 +281,16 @@ def recent_cmd(state: CLIState, days: float, limit: int, scope: str | None) -> N
 @click.option("--status", "statuses", multiple=True, help="Statuses to list: active, superseded, archived, deleted (repeat or comma-separate; default active).")
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--offset", type=int, default=0)
+@click.option("--wide", is_flag=True, help="Whole ids and every column; the content wrapped instead of cut.")
 def list_cmd(state: CLIState, scope: str | None, types: tuple[str, ...], tags: str | None, since: str | None, until: str | None,
-             statuses: tuple[str, ...], limit: int, offset: int) -> None:
+             statuses: tuple[str, ...], limit: int, offset: int, wide: bool) -> None:
     """List memories, newest first, with filters."""
     type_list = [t for chunk in types for t in chunk.split(",") if t.strip()] or None
     status_list = tuple(s.strip() for chunk in statuses for s in chunk.split(",") if s.strip()) or ("active",)
     with state.open() as m:
         shown = scope or m.scope
         mems = m.list(scope=shown, types=type_list, tags=tags, since=since, until=until, statuses=status_list, limit=limit, offset=offset)
-    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems)))
+    state.emit([x.to_dict() for x in mems], lambda: (_render.scope_line(shown), _render.memories(mems, wide=wide)))
 
 
 @command("show")
@@ -366,12 +379,14 @@ def edit_cmd(state: CLIState, memory_id: str, content: str | None, mtype: str | 
         mem = m.edit(memory_id, content=content, type=mtype, tags=tags, importance=importance, confidence=confidence,
                      scope=scope, expires=expires, pinned=pin)
     state.emit(mem.to_dict(), lambda: _render.line(f"updated {mem.id} (undo with: mnemo restore {mem.id})"))
+    _warn_if_expired(mem)
 
 
 @command("review")
 @click.option("--limit", type=int, default=100, show_default=True)
 @click.option("--scope", help="Scope besides global; 'all' for every scope (default: the current scope).")
-def review_cmd(state: CLIState, limit: int, scope: str | None) -> None:
+@click.option("--wide", is_flag=True, help="Whole ids and every column; the content wrapped instead of cut.")
+def review_cmd(state: CLIState, limit: int, scope: str | None, wide: bool) -> None:
     """What needs a person: memories past their expiry (confirm them: mnemo confirm ID) and possible
     conflicts the write rules could not settle (mnemo resolve NEW_ID --supersede | --keep-both)."""
     with state.open() as m:
@@ -380,7 +395,7 @@ def review_cmd(state: CLIState, limit: int, scope: str | None) -> None:
         conflicts = m.conflicts(scope=scope, limit=limit)
     data = {"scope": shown, "expired": [x.to_dict() for x in mems],
             "possible_conflicts": [{"new": c["new"].to_dict(), "old": c["old"].to_dict(), "why": c["why"], "at": c["at"]} for c in conflicts]}
-    state.emit(data, lambda: _render.review(shown, mems, conflicts))
+    state.emit(data, lambda: _render.review(shown, mems, conflicts, wide=wide))
 
 
 @command("resolve")
@@ -410,6 +425,7 @@ def confirm_cmd(state: CLIState, memory_id: str, expires: str | None) -> None:
     with state.open() as m:
         mem = m.confirm(memory_id, expires=expires)
     state.emit(mem.to_dict(), lambda: _render.line(f"confirmed {mem.id}" + (f"; next review {mem.expires_at}" if mem.expires_at else "")))
+    _warn_if_expired(mem)
 
 
 @command("gc")
@@ -447,17 +463,21 @@ def stats_cmd(state: CLIState) -> None:
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json", "jsonl"]), default="json", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="File to write (default: standard output).")
 @click.option("--include-deleted", is_flag=True, help="Also export soft-deleted memories.")
-def export_cmd(state: CLIState, fmt: str, output: str | None, include_deleted: bool) -> None:
-    """Export every memory as Markdown, JSON or JSON Lines."""
+@click.option("--full", is_flag=True, help="A backup: every memory of every status with its history and links "
+              "(JSON or JSON Lines; `mnemo import` restores it as it was).")
+def export_cmd(state: CLIState, fmt: str, output: str | None, include_deleted: bool, full: bool) -> None:
+    """Export every memory as Markdown, JSON or JSON Lines. With --full, a backup that import
+    restores as it was (every status, history and links)."""
     warning = _export_exposure(output)
     if warning:
         _render.err.print(f"warning: {warning}")
     with state.open() as m:
         if output is None:
-            m.export(fmt, sys.stdout, include_deleted=include_deleted)
+            m.export(fmt, sys.stdout, include_deleted=include_deleted, full=full)
             return
-        n = m.export(fmt, output, include_deleted=include_deleted)
-    state.emit({"exported": n, "output": output, "format": fmt}, lambda: _render.line(f"exported {n} memories to {output}"))
+        n = m.export(fmt, output, include_deleted=include_deleted, full=full)
+    state.emit({"exported": n, "output": output, "format": fmt, **({"full": True} if full else {})},
+               lambda: _render.line(f"exported {n} memories{' with their history and links' if full else ''} to {output}"))
 
 
 def _export_exposure(output: str | None) -> str | None:
@@ -483,7 +503,8 @@ def _export_exposure(output: str | None) -> str | None:
 @click.option("--skip-invalid", is_flag=True, help="Import the valid records and report the malformed ones (default: import nothing if any is malformed).")
 @click.option("--dedup", is_flag=True, help="Merge repeats, link related memories and supersede replaced ones, as save does (default: keep every record).")
 def import_cmd(state: CLIState, file: str, skip_invalid: bool, dedup: bool) -> None:
-    """Import memories from JSON or JSON Lines (only "content" is required; idempotent)."""
+    """Import memories from JSON or JSON Lines (only "content" is required; idempotent). A full
+    export (mnemo export --full) is restored as it was: statuses, times, history and links."""
     with state.open(create=True) as m, _render.progress("importing", enabled=not state.as_json) as tick:
         report = m.import_(file, skip_invalid=skip_invalid, progress=tick, dedup=dedup)
     state.emit(report, lambda: _render.imported(report))
@@ -501,8 +522,15 @@ def reindex_cmd(state: CLIState, no_fts: bool) -> None:
 
 
 @command("doctor")
-def doctor_cmd(state: CLIState) -> None:
-    """Check the store, the model and the index; say what is wrong and how to fix it."""
+@click.option("--salvage", "salvage_to", metavar="NEW.db", type=click.Path(dir_okay=False),
+              help="Rescue what can still be read from a damaged store into the new store NEW.db (the damaged file "
+                   "is left as it is), then rebuild its index.")
+def doctor_cmd(state: CLIState, salvage_to: str | None) -> None:
+    """Check the store, the model and the index; say what is wrong and how to fix it. With
+    --salvage NEW.db, rescue what can be read of a damaged store into a new one."""
+    if salvage_to is not None:
+        _salvage(state, salvage_to)
+        return
     with state.open() as m:
         checks = m.doctor()
     state.emit({"path": state.config.db, "checks": checks}, lambda: _render.doctor(checks))
@@ -607,7 +635,7 @@ def main(argv: list[str] | None = None) -> None:
         from .._stores import is_database_error
 
         if is_database_error(exc):
-            _fail(f"database error: {exc}", type(exc).__name__, 4, as_json)
+            _fail(f"database error: {exc}{_damage_hint(exc)}", type(exc).__name__, 4, as_json)
         raise
 
 
@@ -620,3 +648,44 @@ def _fail(message: str, kind: str, code: int, as_json: bool, problems: list[tupl
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
+
+# ---------------------------------------------------------------- doctor --salvage
+
+def _salvage(state: CLIState, output: str) -> None:
+    """``mnemo doctor --salvage NEW.db``: the configured store's readable memories into NEW.db,
+    reindexed with the configured model; exit 1 when nothing could be saved."""
+    from .._core.mnemo import Mnemo
+    from .._stores import is_url
+
+    c = state.config
+    if is_url(c.db):
+        raise click.UsageError("--salvage rescues a damaged SQLite file; a PostgreSQL database is restored with its server's tools")
+    if not os.path.exists(c.db):
+        raise click.UsageError(f"no store at {c.db} to salvage")
+    options = {"model": c["model"], "embed_base_url": c["embed_base_url"] or None, "threads": c["embed_threads"] or None}
+    with _render.progress("embedding", enabled=not state.as_json) as tick:
+        report = Mnemo.salvage(c.db, output, key=state.key(), progress=tick, **options)
+    state.emit(report, lambda: _render.line(_salvage_summary(c.db, report)))
+    if not report["memories_saved"] and report["memories_known"]:
+        sys.exit(1)
+
+
+def _salvage_summary(source: str, report: dict[str, Any]) -> str:
+    """The salvage report in a few lines: how many memories of how many, what was lost, what next."""
+    saved, known = report["memories_saved"], report["memories_known"]
+    of = f" of {known}" if known is not None else " (how many the store held is unknown: its index is damaged too)"
+    lines = [f"saved {saved}{of} memories from {source} into {report['path']}, with {report['events']} history events, "
+             f"{report['relations']} links and {report['sources']} sources; {report['reindex']['embedded']} memories embedded"]
+    if report["lost_ids"]:
+        shown = ", ".join(report["lost_ids"][:5]) + (f" and {len(report['lost_ids']) - 5} more" if len(report["lost_ids"]) > 5 else "")
+        lines.append(f"lost (on unreadable pages): {shown}")
+    if report["damaged_ids"]:
+        lines.append(f"left out (their text was damaged): {', '.join(report['damaged_ids'][:5])}")
+    lines.append(f"{source} was not changed; check the new store (mnemo --db {report['path']} doctor), then put it in the old one's place")
+    return "\n".join(lines)
+
+
+def _damage_hint(exc: BaseException) -> str:
+    """For SQLite's "malformed" error (damage found after the store opened), the way out."""
+    apsw = sys.modules.get("apsw")  # loaded, since the error is its; the CLI never imports the driver itself
+    return "; rescue what can be read: `mnemo doctor --salvage NEW.db`" if apsw is not None and isinstance(exc, apsw.CorruptError) else ""

@@ -1,4 +1,4 @@
-"""Bulk and housekeeping operations of the core: export, import, reindex, doctor.
+"""Bulk and housekeeping operations of the core: export, import, reindex, doctor, salvage.
 
 A mixin of :class:`mnemo.Mnemo` (kept apart only to keep modules small); it uses the same store,
 embedder and validation as ``remember``.
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._base import text as _text
-from .._base.models import STATUSES, Memory, check_scope, embed_text, format_time, load_json, parse_time, utcnow
+from .._base.models import STATUSES, Memory, check_metadata, check_scope, embed_text, format_time, load_json, parse_time, utcnow
 from .._capture import detect_model as _detect_model
 from .._stores import is_url
 from .._stores.base import Filters
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int], None]
 EXPORT_FORMATS = ("markdown", "json", "jsonl")
 IMPORT_BATCH = 128
+#: the kinds of link between memories (the relations table's CHECK in both schemas)
+LINK_KINDS = ("related", "supersedes", "derived_from", "cause_effect")
 _KEEP_FIELDS = ("status", "access_count", "last_accessed_at", "expires_at", "superseded_by", "updated_at")
 
 
@@ -36,27 +38,33 @@ def _noop(done: int, total: int) -> None:
 
 
 class MaintenanceOps:
-    """export · import_ · reindex · doctor."""
+    """export · import_ · reindex · purge · doctor · salvage."""
 
     # ------------------------------------------------------------ export
 
-    def export(self: "Mnemo", fmt: str = "json", output: str | os.PathLike[str] | IO[str] | None = None, *, include_deleted: bool = False) -> int:
+    def export(self: "Mnemo", fmt: str = "json", output: str | os.PathLike[str] | IO[str] | None = None, *,
+               include_deleted: bool = False, full: bool = False) -> int:
         """Write every memory (deleted ones only when asked) as ``markdown``, ``json`` or ``jsonl``.
 
-        ``output`` is a path (written atomically), a text stream, or ``None`` for a string
-        (returned via :meth:`export_text`). Returns the number of memories written."""
+        ``full`` makes the export a backup: every memory of every status, each with its
+        ``history`` (events, times included) and its outgoing ``links``, which :meth:`import_`
+        restores as they were (JSON and JSON Lines only). ``output`` is a path (written
+        atomically), a text stream, or ``None`` for a string (returned via :meth:`export_text`).
+        Returns the number of memories written."""
         if fmt not in EXPORT_FORMATS:
             raise InvalidInputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
-        statuses = STATUSES if include_deleted else tuple(s for s in STATUSES if s != "deleted")
+        if full and fmt == "markdown":
+            raise InvalidInputError("a full export is a backup that import reads back: use --format json or jsonl")
+        statuses = STATUSES if include_deleted or full else tuple(s for s in STATUSES if s != "deleted")
         memories = list(self.store.iter_all(statuses))
         if output is None or hasattr(output, "write"):
-            _write_export(output or io.StringIO(), fmt, memories, self)  # type: ignore[arg-type]
+            _write_export(output or io.StringIO(), fmt, memories, self, full)  # type: ignore[arg-type]
             return len(memories)
         target = Path(output).expanduser()
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent.resolve()))
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                _write_export(fh, fmt, memories, self)
+                _write_export(fh, fmt, memories, self, full)
             os.chmod(tmp, 0o600)
             os.replace(tmp, target)
         except BaseException:
@@ -64,10 +72,10 @@ class MaintenanceOps:
             raise
         return len(memories)
 
-    def export_text(self: "Mnemo", fmt: str = "json", *, include_deleted: bool = False) -> str:
+    def export_text(self: "Mnemo", fmt: str = "json", *, include_deleted: bool = False, full: bool = False) -> str:
         """The export as a string."""
         buf = io.StringIO()
-        self.export(fmt, buf, include_deleted=include_deleted)
+        self.export(fmt, buf, include_deleted=include_deleted, full=full)
         return buf.getvalue()
 
     # ------------------------------------------------------------ import
@@ -83,8 +91,12 @@ class MaintenanceOps:
         """Import memories from a JSON / JSONL file (or an iterable of dicts).
 
         Only ``content`` is required; a given ``id``, ``created_at`` (naive = local time),
-        ``scope``, ``type``, tags and the rest are kept. Idempotent: records whose id is
-        already stored — or, without an id, whose text is already in that scope — are skipped.
+        ``scope``, ``type``, tags and the rest are kept. A record of a full export (one with a
+        ``history``) is restored as it was: its history replaces the import's own event, its
+        metadata and the time it entered the store are kept, and its ``links`` are made once
+        every record is in (a link whose other end is in neither is left out). Idempotent:
+        records whose id is already stored — or, without an id, whose text is already in that
+        scope — are skipped.
         Malformed records abort the import before anything is written (their line numbers are
         in the error), unless ``skip_invalid`` imports the rest and reports them. ``dedup`` applies
         the conversational write rules (merge repeats, link related, supersede) instead of keeping
@@ -106,6 +118,8 @@ class MaintenanceOps:
                 problems.append((line, str(exc)))
                 continue
             prepared.append((line, mem, extra))
+        if dedup and any("_history" in extra for _, _, extra in prepared):
+            raise InvalidInputError("this is a full export, restored as it was: --dedup (the write rules for new memories) does not apply to it")
         if problems and not skip_invalid:
             shown = "; ".join(f"line {ln}: {msg}" for ln, msg in problems[:5])
             more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
@@ -131,23 +145,29 @@ class MaintenanceOps:
         skipped += len(todo) - len(kept)
         progress(0, len(kept))
         done = imported = 0
+        links: list[tuple[str, list[dict[str, Any]]]] = []
         for start in range(0, len(kept), IMPORT_BATCH):
             batch = kept[start : start + IMPORT_BATCH]
             if dedup:
                 results = self.remember_many([_as_record(m, e) for m, e, _ in batch], cause="import", dedup=True)
                 n = sum(1 for _, action in results if action != "merged")
             else:
-                n = self._insert_prepared(batch, cause="import")
+                n = self._insert_prepared(batch, cause="import", links=links)
             imported += n
             skipped += len(batch) - n
             done += len(batch)
             progress(done, len(kept))
+        if links:
+            self._restore_links(links)
         return {"read": len(records), "imported": imported, "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
 
-    def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any], bool]], *, cause: str) -> int:
+    def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any], bool]], *, cause: str,
+                         links: list[tuple[str, list[dict[str, Any]]]] | None = None) -> int:
         """Embed (what is not cached) and insert prepared ``(memory, extra fields, has_id)`` in one
         transaction; returns how many were inserted. The idempotence check is repeated inside the
-        transaction, because another process may be importing the same file at the same time."""
+        transaction, because another process may be importing the same file at the same time.
+        A full export's history replaces the memory's events; its links are appended to ``links``
+        (made later, when both ends are in)."""
         inserted = 0
         with self._writing([mem for mem, _, _ in batch], cause=cause) as rows:
             for (mem, vector, insert), (_, extra, has_id) in zip(rows, batch):
@@ -156,10 +176,26 @@ class MaintenanceOps:
                 if not has_id and self.store.existing_hashes([(mem.content_hash, mem.scope)]):
                     continue
                 for key, value in extra.items():
-                    setattr(mem, key, value)
+                    if not key.startswith("_"):
+                        setattr(mem, key, value)
                 insert()
+                if "_history" in extra:
+                    self.store.replace_events(mem.id, extra["_history"])
+                if extra.get("_links") and links is not None:
+                    links.append((mem.id, extra["_links"]))
                 inserted += 1
         return inserted
+
+    def _restore_links(self: "Mnemo", links: list[tuple[str, list[dict[str, Any]]]]) -> None:
+        """The links of the memories a full import restored, in one transaction once all of them
+        are in (a link may point to a memory later in the file); a link to a memory that is not
+        in the store is left out."""
+        targets = self.store.existing_ids(list({link["to"] for _, out in links for link in out}))
+        with self.store.transaction():
+            for src, out in links:
+                for link in out:
+                    if link["to"] in targets:
+                        self.store.add_relation(src, link["to"], link["kind"], link["strength"])
 
     # ------------------------------------------------------------ reindex
 
@@ -285,6 +321,24 @@ class MaintenanceOps:
 
     # ------------------------------------------------------------ doctor
 
+    @classmethod
+    def salvage(cls: "type[Mnemo]", damaged: str | os.PathLike[str], output: str | os.PathLike[str], *, key: str | None = None,
+                progress: Progress = _noop, **options: Any) -> dict[str, Any]:
+        """Rescue what can still be read from the damaged SQLite store file ``damaged`` into a new
+        store at ``output`` (same key), then rebuild its full-text rows and vectors as
+        :meth:`reindex` does. The damaged file is never written. ``options`` are the ``Mnemo``
+        arguments the new store is opened with to reindex it (``model``, ``embedder``…). Returns
+        the salvage report (``memories_saved`` of ``memories_known``, ``lost_ids``, ``damaged_ids``,
+        events, relations, sources, the rowid ranges skipped) with the ``reindex`` report."""
+        from .._stores.sqlite_salvage import salvage as _salvage
+
+        if is_url(os.fspath(damaged)) or is_url(os.fspath(output)):
+            raise InvalidInputError("salvage reads a damaged SQLite file into a new one; a PostgreSQL database is repaired with its server's tools")
+        report = _salvage(damaged, output, key=key)
+        with cls(output, key=key, create=False, **options) as m:
+            report["reindex"] = m.reindex(progress=progress)
+        return report
+
     def visibility(self: "Mnemo", scope: str | None = None, private: bool | None = None) -> dict[str, Any]:
         """On a PostgreSQL team store: make ``scope`` private to this database role (``private``
         True) or shared with the team again (False); without arguments, only report. Returns
@@ -311,7 +365,8 @@ class MaintenanceOps:
         add("schema", version == latest, f"schema version {version} (this mnemo: {latest})", "upgrade mnemo")
         problems = self.store.integrity_problems()
         add("integrity", not problems, ("schema, extensions and vector column ok" if is_url(self.store.url) else "SQLite quick_check ok") if not problems else "; ".join(problems[:3]),
-            "restore from a backup, or `mnemo export` what is readable and import it into a new store")
+            "restore from a backup, or rescue what is readable: `mnemo doctor --salvage NEW.db`" if not is_url(self.store.url)
+            else "restore from a backup, or `mnemo export --full` what is readable and import it into a new store")
         stored = self.store.get_meta("embedder")
         try:
             name = self.embedder.name
@@ -326,9 +381,12 @@ class MaintenanceOps:
         else:
             same = stored == name and int(self.store.get_meta("dim") or 0) == dim
             add("index model", same, f"index built with {stored} ({self.store.get_meta('dim')}-d)", "run `mnemo reindex` to rebuild it for the configured model")
-            missing = self.store.count_missing_embeddings(name) if same else 0
-            add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
-        add("write-probe", *self._write_probe())
+            if problems:  # reading the index of a damaged store may fail half-way: the integrity check says what to do
+                add("vectors", None, "skipped: the store is damaged", "see integrity")
+            else:
+                missing = self.store.count_missing_embeddings(name) if same else 0
+                add("vectors", missing == 0, f"{missing} memories without a vector" if missing else "every memory has a vector", "run `mnemo reindex`")
+        add("write-probe", *((None, "skipped: the store is damaged", "see integrity") if problems else self._write_probe()))
         off = _detect_model.problem()
         add("capture model", None if off else True, off or "the capture detector's second stage loads",
             "reinstall mnemo; until then the capture rules decide alone")
@@ -400,9 +458,56 @@ def _extra_fields(rec: dict[str, Any]) -> dict[str, Any]:
             extra[key] = format_time(parse_time(rec[key], field_name=key))
     if rec.get("superseded_by"):
         extra["superseded_by"] = str(rec["superseded_by"])
+    if rec.get("history") is not None:  # a full export's record: restored as it was
+        extra["_history"] = _check_history(rec["history"])
+        extra["_links"] = _check_links(rec.get("links"))
+        extra["metadata"] = check_metadata(rec.get("metadata"))
+        if rec.get("stored_at"):
+            extra["stored_at"] = format_time(parse_time(rec["stored_at"], field_name="stored_at"))
+    elif rec.get("links"):
+        raise InvalidInputError("links without a history: only a full export (mnemo export --full) carries links")
     return extra
 
 
+def _check_history(history: Any) -> list[dict[str, Any]]:
+    """A full export's ``history``: a list of ``{"kind", "at", "cause", "data"}``, oldest first."""
+    if not isinstance(history, list):
+        raise InvalidInputError("history must be a list of events")
+    out = []
+    for event in history:
+        if not isinstance(event, dict) or not isinstance(event.get("kind"), str) or not event["kind"]:
+            raise InvalidInputError("each history event needs a \"kind\"")
+        if event.get("cause") is not None and not isinstance(event["cause"], str):
+            raise InvalidInputError("a history event's cause must be a string")
+        data = event.get("data") if event.get("data") is not None else {}
+        if not isinstance(data, dict):
+            raise InvalidInputError("a history event's data must be an object")
+        out.append({"kind": event["kind"], "at": format_time(parse_time(event.get("at") or "", field_name="history at")),
+                    "cause": event.get("cause"), "data": data})
+    return out
+
+
+def _check_links(links: Any) -> list[dict[str, Any]]:
+    """A full export's ``links``: ``{"to", "kind", "strength"}`` from this memory."""
+    if links is None:
+        return []
+    if not isinstance(links, list):
+        raise InvalidInputError("links must be a list")
+    out = []
+    for link in links:
+        if not isinstance(link, dict) or not isinstance(link.get("to"), str) or not link["to"].strip():
+            raise InvalidInputError("each link needs the id it goes \"to\"")
+        if link.get("kind") not in LINK_KINDS:
+            raise InvalidInputError(f"unknown link kind {link.get('kind')!r} (one of {', '.join(LINK_KINDS)})")
+        strength = link.get("strength", 1.0)
+        if isinstance(strength, bool) or not isinstance(strength, (int, float)):
+            raise InvalidInputError("a link's strength must be a number")
+        out.append({"to": link["to"].strip(), "kind": link["kind"], "strength": float(strength)})
+    return out
+
+
+#: the first line of a Markdown export, by which import recognises one
+MARKDOWN_EXPORT_HEAD = "# mnemo export"
 #: the largest import file read whole (a JSONL export of a million memories is ~1 GiB)
 MAX_IMPORT_BYTES = 2 * 1024 ** 3
 
@@ -425,6 +530,8 @@ def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
     stripped = text.lstrip()
     if not stripped:
         raise InvalidInputError(f"{p} is empty")
+    if stripped.startswith(MARKDOWN_EXPORT_HEAD):  # one clear line, not one JSON error per line of Markdown
+        raise InvalidInputError(f"{p} is a Markdown export; import reads JSON or JSON Lines exports (mnemo export --format json)")
     if stripped[0] in "[{":
         try:
             doc = load_json(text)
@@ -440,27 +547,43 @@ def _read_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, Any]]:
                 raise InvalidInputError(f"{p}: expected a list of memories or {{\"memories\": [...]}}")
             yield from ((i + 1, r) for i, r in enumerate(items))
             return
+    lines: list[tuple[int, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            yield n, load_json(line)
+            lines.append((n, load_json(line)))
         except json.JSONDecodeError as exc:
-            yield n, InvalidInputError(f"invalid JSON ({exc.msg})")
+            lines.append((n, InvalidInputError(f"invalid JSON ({exc.msg})")))
+    if stripped[0] != "{" and all(isinstance(rec, Exception) for _, rec in lines):  # prose, Markdown, CSV: no export at all
+        raise InvalidInputError(f"{p} is not JSON or JSON Lines; import reads mnemo's exports (mnemo export --format json), "
+                                "`mnemo ingest` reads documents")
+    yield from lines
 
 
-def _write_export(fh: IO[str], fmt: str, memories: list[Memory], m: "Mnemo") -> None:
+def _export_record(mem: Memory, m: "Mnemo", full: bool) -> dict[str, Any]:
+    """One memory as an export record; a full export's also carries its history and the links
+    it starts (each link is written once, at its source, as the store keeps it)."""
+    rec = mem.to_dict()
+    if full:
+        rec["history"] = m.store.events(mem.id)
+        rec["links"] = [{"to": r["id"], "kind": r["kind"], "strength": r["strength"]}
+                        for r in m.store.relations(mem.id) if r["direction"] == "out"]
+    return rec
+
+
+def _write_export(fh: IO[str], fmt: str, memories: list[Memory], m: "Mnemo", full: bool = False) -> None:
     if fmt == "jsonl":
         for mem in memories:
-            fh.write(json.dumps(mem.to_dict(), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(_export_record(mem, m, full), ensure_ascii=False) + "\n")
         return
     if fmt == "json":
         doc = {"format": "mnemo-export", "version": 1, "exported_at": format_time(utcnow()), "model": m.store.get_meta("embedder"),
-               "memories": [mem.to_dict() for mem in memories]}
+               **({"full": True} if full else {}), "memories": [_export_record(mem, m, full) for mem in memories]}
         json.dump(doc, fh, ensure_ascii=False, indent=2)
         fh.write("\n")
         return
-    fh.write(f"# mnemo export\n\nExported {format_time(utcnow())} from `{m.path}` — {len(memories)} memories.\n")
+    fh.write(f"{MARKDOWN_EXPORT_HEAD}\n\nExported {format_time(utcnow())} from `{m.path}` — {len(memories)} memories.\n")
     by_scope: dict[str, list[Memory]] = {}
     for mem in memories:
         by_scope.setdefault(mem.scope, []).append(mem)

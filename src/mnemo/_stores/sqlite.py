@@ -202,7 +202,7 @@ class SQLiteStore(SharedStore, PurgeTraces):
             raise self._unreadable() from None
         except apsw.CorruptError:
             self.close()
-            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup or export what `mnemo doctor` can read") from None
+            raise CorruptStoreError(f"{self.path} is damaged (SQLite reports corruption); restore a backup, or rescue what can be read into a new store with `mnemo doctor --salvage NEW.db`") from None
         except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.PermissionsError) as exc:
             self.close()
             raise StoreError(f"cannot open {self.path}: {exc}") from None
@@ -246,9 +246,11 @@ class SQLiteStore(SharedStore, PurgeTraces):
         if head != SQLITE_HEADER and len(head) == 16:
             return StoreKeyError(
                 f"{self.path} is encrypted, or not a mnemo store at all (damaged): if it is encrypted, "
-                "set MNEMO_KEY or keep its key file in the mnemo home"
+                "set MNEMO_KEY or keep its key file in the mnemo home; if it is damaged, `mnemo doctor --salvage NEW.db` "
+                "rescues what can be read"
             )
-        return CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged)")
+        return CorruptStoreError(f"{self.path} is not a mnemo store (not an SQLite database, or damaged: "
+                                 "`mnemo doctor --salvage NEW.db` rescues what can be read)")
 
     @property
     def encrypted(self) -> bool:
@@ -791,5 +793,8 @@ class SQLiteStore(SharedStore, PurgeTraces):
         return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
 
     def integrity_problems(self) -> list[str]:
-        rows = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        try:
+            rows = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        except apsw.CorruptError as exc:  # damage the check itself trips over is still its answer
+            return [f"SQLite reports corruption: {exc}"]
         return [] if rows == ["ok"] else rows
