@@ -633,3 +633,18 @@ def test_sources_and_config_fit_the_terminal_and_config_says_where_its_file_is(c
         assert any(ln.startswith("…") and "deploy.md" in ln for ln in lines)  # the file name survives the cut
         conf = cli("config").out
         assert conf.startswith("config file: ") and "config.toml" in conf.splitlines()[0]
+
+
+def test_wide_tables_and_a_past_expiry_is_said(cli, monkeypatch) -> None:
+    from mnemo._cli import render
+
+    monkeypatch.setattr(render.out, "_width", 80)
+    text = "We decided to deploy with GitHub Actions to one VPS behind Caddy; no Kubernetes until we have two services"
+    saved = cli("save", text, "--expires", "2020-01-01", "--json")
+    assert saved.code == 0 and "is past: it is not recalled until confirmed" in saved.err
+    mid = saved.json()["memory"]["id"]
+    wide = cli("list", "--wide", "--status", "active").out
+    assert mid in wide and "two services" in wide  # whole id, whole text (wrapped)
+    review = cli("review", "--wide").out
+    assert mid in review and "two services" in review
+    assert cli("confirm", mid, "--expires", "30d").err == ""  # a future expiry: nothing to say

@@ -78,11 +78,11 @@ def scope_line(scope: str) -> None:
     out.print(f"[dim]scope: {escape('every scope' if scope == 'all' else scope + (' + global' if scope != 'global' else ''))}[/]")
 
 
-def review(scope: str, expired: list[Memory], conflicts: list[dict[str, Any]]) -> None:
+def review(scope: str, expired: list[Memory], conflicts: list[dict[str, Any]], *, wide: bool = False) -> None:
     """``mnemo review``: expired memories, then possible conflicts with the command that settles each."""
     scope_line(scope)
     out.print("[bold]past their expiry[/] (mnemo confirm ID)")
-    memories(expired)
+    memories(expired, wide=wide)
     out.print("[bold]possible conflicts[/] (mnemo resolve NEW_ID --supersede | --keep-both)")
     if not conflicts:
         out.print("[dim]none[/]")
