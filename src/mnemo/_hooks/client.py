@@ -75,24 +75,36 @@ def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT)
         return None
     if not os.path.exists(path):
         return None
+    sent, reply = exchange(path, message, timeout=timeout)
+    return reply if sent and isinstance(reply, dict) and not reply.get("stale") else None
+
+
+def exchange(path: str, message: dict[str, Any], *, timeout: float) -> tuple[bool, Any]:
+    """Send ``message`` to the service listening at ``path`` and read its one-line answer.
+    ``(sent, reply)``: ``sent`` is False when nothing reached it (no service: the caller may do
+    the work itself); ``reply`` is None when the answer was lost after sending (the service may
+    have done the work: the caller must not do it again)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(path)
-        sock.settimeout(timeout)
-        sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-        chunks = []
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if chunk.endswith(b"\n"):
-                break
-        reply = json.loads(b"".join(chunks) or b"null")
-        return reply if isinstance(reply, dict) and not reply.get("stale") else None
-    except (OSError, ValueError):
-        return None
+        try:
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(path)
+            sock.settimeout(timeout)
+            sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
+        except OSError:
+            return False, None
+        try:
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if chunk.endswith(b"\n"):
+                    break
+            return True, json.loads(b"".join(chunks) or b"null")
+        except (OSError, ValueError):
+            return True, None
     finally:
         sock.close()
 
@@ -310,31 +322,12 @@ def cli_main(argv: list[str]) -> int | None:
 
         columns = shutil.get_terminal_size().columns
     message = {"op": "cli", "argv": argv, "cwd": os.getcwd(), "env": env, "stdin": stdin, "columns": columns}
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(sock_path)
-        sock.sendall(json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n")
-    except OSError:
-        sock.close()
+    sent, reply = exchange(sock_path, message, timeout=CLI_TIMEOUT)
+    if not sent:
         return None  # nothing was sent: run it here
-    try:
-        sock.settimeout(CLI_TIMEOUT)
-        chunks = []
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            if chunk.endswith(b"\n"):
-                break
-        reply = json.loads(b"".join(chunks) or b"null")
-    except (OSError, ValueError) as exc:
-        sys.stderr.write(f"mnemo: the warm service took the command but its answer was lost ({exc}); "
-                         "check the result with `mnemo recent`\n")
+    if reply is None:
+        sys.stderr.write("mnemo: the warm service took the command but its answer was lost; check the result with `mnemo recent`\n")
         return 1
-    finally:
-        sock.close()
     if not isinstance(reply, dict) or reply.get("stale"):
         return None  # it did not run it (the store file was replaced, or the service is stopping)
     sys.stdout.write(str(reply.get("stdout") or ""))
