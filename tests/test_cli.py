@@ -648,3 +648,19 @@ def test_wide_tables_and_a_past_expiry_is_said(cli, monkeypatch) -> None:
     review = cli("review", "--wide").out
     assert mid in review and "two services" in review
     assert cli("confirm", mid, "--expires", "30d").err == ""  # a future expiry: nothing to say
+
+
+def test_a_bug_is_one_line_not_a_traceback(cli, monkeypatch) -> None:
+    from mnemo._cli import render
+
+    assert cli("init").code == 0
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(render, "stats", broken)
+    r = cli("stats")
+    assert r.code == 70 and r.err.startswith("error: internal error: RuntimeError: boom") and "Traceback" not in r.err
+    monkeypatch.setenv("MNEMO_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        cli("stats")

@@ -630,13 +630,22 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, UnicodeError) as exc:  # a NUL byte in a path, undecodable bytes in a name: the input's fault
         if isinstance(exc, UnicodeError) or "null byte" in str(exc):
             _fail(f"invalid input: {str(exc)[:200]}", "InvalidInputError", 2, as_json)
-        raise
+        _internal(exc, as_json)
     except Exception as exc:  # e.g. a driver error from a damaged file: still one line
         from .._stores import is_database_error
 
         if is_database_error(exc):
             _fail(f"database error: {exc}{_damage_hint(exc)}", type(exc).__name__, 4, as_json)
-        raise
+        _internal(exc, as_json)
+
+
+def _internal(exc: BaseException, as_json: bool) -> None:
+    """A bug: one line that says so (exit 70, EX_SOFTWARE), not a traceback in the person's
+    terminal; ``MNEMO_DEBUG=1`` shows the traceback for the report."""
+    if os.environ.get("MNEMO_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise exc
+    _fail(f"internal error: {type(exc).__name__}: {str(exc)[:200]} (a bug in mnemo; MNEMO_DEBUG=1 shows where it happened)",
+          "InternalError", 70, as_json)
 
 
 def _fail(message: str, kind: str, code: int, as_json: bool, problems: list[tuple[int, str]] | None = None) -> None:
