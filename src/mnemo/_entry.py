@@ -113,7 +113,8 @@ def _warm_cli(req: dict[str, Any]) -> dict[str, Any]:
         if os.environ.get("TZ") != saved_env.get("TZ"):
             time.tzset()
         os.chdir(str(req.get("cwd") or saved_cwd))
-        sys.stdin = io.StringIO(str(req.get("stdin") or ""))
+        # a text stream with a byte buffer beneath, as a real stdin has (`save -` reads the bytes)
+        sys.stdin = io.TextIOWrapper(io.BytesIO(str(req.get("stdin") or "").encode("utf-8")), encoding="utf-8")
         if isinstance(req.get("columns"), int) and req["columns"] > 0:
             _render.out.width = _render.err.width = req["columns"]
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

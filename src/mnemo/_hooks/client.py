@@ -311,10 +311,13 @@ def cli_main(argv: list[str]) -> int | None:
     stdin = None
     if "--stdin" in rest or (argv[index] == "save" and "-" in rest):
         data = sys.stdin.buffer.read(MAX_PAYLOAD + 1)
-        stdin = data.decode("utf-8", "replace")  # the command says what is wrong with it, as it would here
         import io
 
         sys.stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")  # for the run here if the service does not take it
+        try:
+            stdin = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # run here, where the command refuses it as it should (the service gets text)
     env = {k: v for k, v in os.environ.items() if k.startswith("MNEMO_") or k in _CLIENT_ENV}
     columns = None
     if sys.stdout.isatty():
