@@ -664,3 +664,11 @@ def test_a_bug_is_one_line_not_a_traceback(cli, monkeypatch) -> None:
     monkeypatch.setenv("MNEMO_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
         cli("stats")
+
+
+def test_a_long_hit_is_shown_by_its_start(cli) -> None:
+    text = "The retention runbook says: " + "keep the nightly backups for thirty days and check them weekly. " * 40
+    assert cli("save", text).code == 0
+    r = cli("search", "retention runbook nightly backups")
+    assert r.code == 0 and f"({len(text.strip()):,} characters: mnemo show mem_" in r.out
+    assert len(r.out) < len(text)  # not the whole text

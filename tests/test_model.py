@@ -171,3 +171,16 @@ def test_the_default_thread_count_leaves_busy_cores_alone(monkeypatch: pytest.Mo
     assert embed.idle_cores() == 1
     monkeypatch.setattr(embed.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
     assert embed.idle_cores() == 8
+
+
+def test_a_very_long_memory_is_embedded_by_its_head() -> None:
+    from mnemo._recall.embed import E5Embedder
+
+    e5 = E5Embedder(threads=1)
+    model = e5._get()
+    long = "这次会议讨论了数据库迁移和缓存策略。" * 2000
+    fitted = e5._fit(model, long, E5Embedder.PASSAGE_TOKENS, query=False)
+    assert model.token_count(fitted, False) <= E5Embedder.PASSAGE_TOKENS and long.startswith(fitted)
+    short = "我习惯用 Neovim 写代码"
+    assert e5._fit(model, short, E5Embedder.PASSAGE_TOKENS, query=False) == short
+    assert e5.embed_passages([long, short]).shape == (2, e5.dim)

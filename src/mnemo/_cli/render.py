@@ -50,6 +50,10 @@ def _when(ts: str | None) -> str:
     return (ts or "")[:10]
 
 
+#: a hit longer than this is shown by its start (the whole text: ``mnemo show ID`` or ``--json``)
+LONG_HIT = 400
+
+
 def hits(results: list[Hit], explain: bool) -> None:
     if not results:
         out.print("[dim]no relevant memories[/]")
@@ -57,7 +61,10 @@ def hits(results: list[Hit], explain: bool) -> None:
     for n, h in enumerate(results, 1):
         m = h.memory
         tags = f" · #{' #'.join(m.tags)}" if m.tags else ""
-        out.print(f"[bold]{n}.[/] {escape(m.content)}")
+        shown = escape(m.content)
+        if len(m.content) > LONG_HIT:
+            shown = escape(m.content[:LONG_HIT]) + f" … [dim]({len(m.content):,} characters: mnemo show {m.id[:SHORT_ID]})[/]"
+        out.print(f"[bold]{n}.[/] {shown}")
         out.print(f"   [dim]{h.score:.3f} · {m.type} · {escape(m.scope)} · {_when(m.created_at)} · {m.id}{escape(tags)}[/]")
         if h.via is not None and h.link is not None:  # added by --expand, not found by the query itself
             out.print(f"   [magenta]↳ linked ({h.link['kind']}, strength {h.link['strength']:.2f}) to {h.via}, not matched by the query[/]")

@@ -117,8 +117,6 @@ class E5Embedder:
 
     #: the model reads 512 tokens; less the bos/eos and the ``query:`` prefix
     QUERY_TOKENS = 500
-    #: below this many characters a text cannot exceed QUERY_TOKENS (one token covers ≥ 1 character)
-    _SHORT = 480
 
     def _fit_query(self, model, text: str) -> str:  # type: ignore[no-untyped-def]
         """A query cut to one model window: its head and its tail.
@@ -127,23 +125,37 @@ class E5Embedder:
         32,000-character prompt cost ~60 s of CPU for one query vector. A query is a question,
         not a document: a pasted log or file usually comes with the instruction before it and
         the question after it, so the head and the tail are kept and the middle dropped.
-        Passages are not cut (a stored memory is embedded whole).
         """
-        if len(text) <= self._SHORT:
+        return self._fit(model, text, self.QUERY_TOKENS, query=True)
+
+    #: a stored memory's vector reads at most this many tokens (four of the model's windows)
+    PASSAGE_TOKENS = 2000
+
+    def _fit(self, model, text: str, limit: int, *, query: bool) -> str:  # type: ignore[no-untyped-def]
+        """``text`` cut to ``limit`` tokens: a query keeps its head and its tail, a passage its head."""
+        if len(text) <= limit - 20:  # one token covers at least one character
             return text
-        tokens = model.token_count(text, True)
+        tokens = model.token_count(text, query)
         keep, fitted = len(text), text
-        while tokens > self.QUERY_TOKENS and keep > 16:
+        while tokens > limit and keep > 16:
             # shrink by the measured ratio (Chinese ≈ 1 token per character, English ≈ 4)
-            keep = int(keep * self.QUERY_TOKENS / tokens * 0.95)
-            head = keep // 2
-            fitted = text[:head] + " … " + text[len(text) - (keep - head):]
-            tokens = model.token_count(fitted, True)
+            keep = int(keep * limit / tokens * 0.95)
+            if query:
+                head = keep // 2
+                fitted = text[:head] + " … " + text[len(text) - (keep - head):]
+            else:
+                fitted = text[:keep]
+            tokens = model.token_count(fitted, query)
         return fitted
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of stored memories. A memory longer than ``PASSAGE_TOKENS`` is embedded by its
+        head: averaged over 60 windows, a 30,000-character text cost 60 s of CPU for a vector that
+        says little of any part of it; the whole text stays in full-text search, and documents
+        belong in ``mnemo ingest``, which cuts them into findable chunks."""
         model = self._get()
-        return _normalized(model.passage(list(texts)) if len(texts) != 1 else model.passage(texts[0]), self.dim, "e5")
+        texts = [self._fit(model, t, self.PASSAGE_TOKENS, query=False) for t in texts]
+        return _normalized(model.passage(texts) if len(texts) != 1 else model.passage(texts[0]), self.dim, "e5")
 
 
 class USEEmbedder:
