@@ -672,3 +672,10 @@ def test_a_long_hit_is_shown_by_its_start(cli) -> None:
     r = cli("search", "retention runbook nightly backups")
     assert r.code == 0 and f"({len(text.strip()):,} characters: mnemo show mem_" in r.out
     assert len(r.out) < len(text)  # not the whole text
+
+
+def test_a_long_save_says_that_documents_belong_in_ingest(cli) -> None:
+    r = cli("save", "-", stdin="Meeting notes about the storage migration and its cache plan. " * 150)
+    assert r.code == 0 and "mnemo ingest FILE" in r.err
+    quiet = cli("save", "-", "--json", stdin="Another long meeting record about queues and their limits. " * 150)
+    assert quiet.code == 0 and quiet.err == ""  # --json stays quiet

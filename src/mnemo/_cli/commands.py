@@ -173,13 +173,21 @@ def save_cmd(state: CLIState, text: tuple[str, ...], mtype: str, scope: str | No
     content: Any = " ".join(text)
     if content == "-":
         content = sys.stdin.buffer.read()
-    with state.open(create=True) as m:
+    long = len(content) > LONG_SAVE
+    with state.open(create=True) as m, _render.working(f"saving {len(content):,} characters…", enabled=long and not state.as_json):
         mem, action = m.remember_many([dict(content=content, type=mtype, scope=scope, tags=tags, importance=importance,
                                             confidence=confidence, source=source, created_at=created_at, expires=expires,
                                             pinned=pin)], cause="save", dedup=not no_dedup)[0]
         links = m.related(mem.id) if action in ("related", "superseded") else []
     state.emit({"action": action, "memory": mem.to_dict(), "links": links}, lambda: _render.saved(mem, action, links))
     _warn_if_expired(mem)
+    if long and not state.as_json:
+        _render.err.print(f"note: a long text ({len(mem.content):,} characters) is one memory: its vector reads its start. "
+                          "`mnemo ingest FILE` cuts a document into chunks that can each be found")
+
+
+#: a text longer than this is saved with a spinner and a hint that documents belong in ingest
+LONG_SAVE = 8000
 
 
 def _warn_if_expired(mem: Any) -> None:

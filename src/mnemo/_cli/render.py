@@ -238,6 +238,16 @@ def progress(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int
         yield tick
 
 
+@contextmanager
+def working(label: str, *, enabled: bool = True) -> Iterator[None]:
+    """A spinner with ``label`` on stderr while one long step runs (only on a terminal)."""
+    if not enabled or not err.is_terminal:
+        yield
+        return
+    with err.status(label):
+        yield
+
+
 def redaction(text: str, findings: list[dict[str, Any]]) -> None:
     out.print(escape(text))
     if not findings:
