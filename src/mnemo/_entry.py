@@ -85,20 +85,17 @@ def _service_line(res: dict[str, Any], status: bool) -> str:
     return f"asked the service of {res['db']} to stop" if res.get("stopped") else f"no service was serving {res['db']}"
 
 
-#: environment variables a command run by the warm service takes from the client (its settings,
-#: its home, its time zone and terminal); the service keeps the rest of its own
-CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
-
-
 def _warm_cli(req: dict[str, Any]) -> dict[str, Any]:
     """Run one ``mnemo ARGV`` in the warm service, as the client process would have run it: its
-    working folder, its settings (``MNEMO_*`` and the few other variables in ``CLIENT_ENV``), its
+    working folder, its settings (``MNEMO_*`` and the few other variables in ``_hooks.client.CLIENT_ENV``), its
     standard input and terminal width; the output and exit code go back to it. The store and
     the model are the service's own (lent by the front door when the settings agree)."""
     import contextlib
     import io
     import os
     import time
+
+    from ._hooks.client import CLIENT_ENV
 
     argv = [str(a) for a in req.get("argv") or []]
     env = {str(k): str(v) for k, v in (req.get("env") or {}).items()}

@@ -116,23 +116,23 @@ def memories(items: list[Memory], *, wide: bool = False) -> None:
     names = ["id", "created", "type", "scope", "content"]
     if not wide:
         rows = [(_short_id(r[0], items), *r[1:]) for r in rows]
-        width = out.width
-        needed = {n: max(len(n), *(cell_len(r[i]) for r in rows)) for i, n in enumerate(names[:4])}
+    # every column but the content is as wide as its widest cell: only the content gives way
+    widths = {n: max(cell_len(n), *(cell_len(str(r[i])) for r in rows)) for i, n in enumerate(names) if n != "content"}
+    if not wide:
         for drop in ("scope", "type", "created"):
-            if width - sum(needed[n] + 2 for n in names[:4] if n in needed) >= MIN_CONTENT:
+            if out.width - sum(w + 2 for w in widths.values()) >= MIN_CONTENT:
                 break
-            needed.pop(drop)
-        keep = [i for i, n in enumerate(names) if n in needed or n == "content"]
+            del widths[drop]
+        keep = [i for i, n in enumerate(names) if n in widths or n == "content"]
         names, rows = [names[i] for i in keep], [tuple(r[i] for i in keep) for r in rows]
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
-    widths = [max(cell_len(n), *(cell_len(str(r[i])) for r in rows)) for i, n in enumerate(names)]
     # what is left for the content once the other columns (and the two spaces after each) are laid out
-    room = max(MIN_CONTENT, out.width - sum(w + 2 for n, w in zip(names, widths) if n != "content"))
-    for n, w in zip(names, widths):
+    room = max(MIN_CONTENT, out.width - sum(w + 2 for w in widths.values()))
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False, expand=False)
+    for n in names:
         if n == "content":
             table.add_column(n, overflow="fold" if wide else "ellipsis", no_wrap=not wide, max_width=None if wide else room)
-        else:  # as wide as its widest cell: only the content gives way
-            table.add_column(n, no_wrap=True, min_width=w, max_width=None if wide else w)
+        else:
+            table.add_column(n, no_wrap=True, min_width=widths[n], max_width=None if wide else widths[n])
     for r in rows:
         table.add_row(*(escape(str(c)) for c in r))
     out.print(table)

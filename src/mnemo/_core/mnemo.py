@@ -529,7 +529,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
                     pk = self.store.pk_of(mem.id)
                     if pk is not None:
                         cosines.setdefault(pk, None)  # type: ignore[arg-type]  # filled below
-            if mode == "hybrid" and bm25 or None in cosines.values():
+            if (mode == "hybrid" and bm25) or None in cosines.values():  # lexical hits and asked-for kinds lack a cosine
                 missing = [pk for pk in {*bm25, *cosines} if cosines.get(pk) is None]
                 cosines.update(idx.similarity(qvec, missing))
             # score on a narrow projection; only the winners become Memory objects

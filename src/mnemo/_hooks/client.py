@@ -67,13 +67,19 @@ def lock_path(db: str) -> str:
     return os.path.realpath(db) + ".serve"
 
 
-def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT) -> dict[str, Any] | None:
-    """Send one request to the store's warm service; None when no service answers in time."""
+def live_socket(db: str) -> str | None:
+    """The store's service socket when one is there to ask, else None."""
     try:
         path = socket_path(db)
     except OSError:
         return None
-    if not os.path.exists(path):
+    return path if os.path.exists(path) else None
+
+
+def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT) -> dict[str, Any] | None:
+    """Send one request to the store's warm service; None when no service answers in time."""
+    path = live_socket(db)
+    if path is None:
         return None
     sent, reply = exchange(path, message, timeout=timeout)
     return reply if sent and isinstance(reply, dict) and not reply.get("stale") else None
@@ -249,8 +255,9 @@ WARM_COMMANDS = frozenset({"save", "search", "context", "auto", "show", "recent"
                            "restore", "confirm", "review", "log"})
 #: how long the command line waits for the service to answer a command it has sent
 CLI_TIMEOUT = 600.0
-#: environment variables sent along (the service keeps its own PATH and the rest)
-_CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+#: environment variables sent along besides ``MNEMO_*`` (its home, time zone and terminal); the
+#: service keeps its own PATH and the rest
+CLIENT_ENV = ("HOME", "TZ", "COLUMNS", "NO_COLOR", "TERM", "LANG", "LC_ALL", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 
 def command_of(argv: list[str]) -> tuple[int, dict[str, str | None]] | None:
@@ -301,11 +308,8 @@ def cli_main(argv: list[str]) -> int | None:
         return None  # the command line says what is wrong with the settings
     if not is_url(path) and not os.path.exists(path):
         return None
-    try:
-        sock_path = socket_path(path)
-    except OSError:
-        return None
-    if not os.path.exists(sock_path):
+    sock_path = live_socket(path)
+    if sock_path is None:
         return None
     rest = argv[index + 1:]
     stdin = None
@@ -318,7 +322,7 @@ def cli_main(argv: list[str]) -> int | None:
             stdin = data.decode("utf-8")
         except UnicodeDecodeError:
             return None  # run here, where the command refuses it as it should (the service gets text)
-    env = {k: v for k, v in os.environ.items() if k.startswith("MNEMO_") or k in _CLIENT_ENV}
+    env = {k: v for k, v in os.environ.items() if k.startswith("MNEMO_") or k in CLIENT_ENV}
     columns = None
     if sys.stdout.isatty():
         import shutil
