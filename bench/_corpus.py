@@ -238,7 +238,7 @@ def _source_fingerprint() -> str:
     """Hash of the sources that shape a stored row (schema, tokenizer, term list, anchors)."""
     h = hashlib.sha256()
     pkg = resources.files("mnemo")
-    for name in ("_migrations.py", "_text.py", "data/terms.txt", "data/anchors.txt"):
+    for name in ("_stores/sqlite_schema.py", "_base/text.py", "data/terms.txt", "data/anchors.txt"):
         h.update(pkg.joinpath(name).read_bytes())
     return h.hexdigest()[:12]
 

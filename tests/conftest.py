@@ -141,11 +141,14 @@ TEST_RUN = os.environ.get("MNEMO_TEST_RUN", "")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The SQLite run leaves PostgreSQL-only tests to the PostgreSQL run, which leaves out the
-    tests about SQLite files; a plain local pytest without a server skips the PostgreSQL tests
+    tests about SQLite files and the browser tests; a plain local pytest without a server skips the PostgreSQL tests
     with a message saying how to get one (in CI that is a failure, never a skip)."""
     keep, drop = [], []
     for item in items:
         pg_only, sqlite_only = item.get_closest_marker("postgres"), _sqlite_only(item)
+        # the browser tests are about the page, not the backend: once, on the SQLite run (the
+        # API under them runs on both backends in test_web_api)
+        sqlite_only = sqlite_only or bool(item.get_closest_marker("browser"))
         if (TEST_RUN == "sqlite" and pg_only) or (BACKEND == "postgres" and sqlite_only):
             drop.append(item)
             continue

@@ -161,7 +161,7 @@ def test_tools_say_whether_they_read_change_or_destroy(mnemo_home: Path) -> None
     tools = _tools(mnemo_home)
     notes = {name: t.annotations for name, t in tools.items()}
     assert all(a is not None and a.open_world_hint is False for a in notes.values())
-    reads = {"recall", "context", "get", "list", "recent", "stats", "history", "review", "log", "sources", "doctor", "redact"}
+    reads = {"recall", "context", "get", "list", "recent", "stats", "history", "review", "log", "sources", "doctor", "redact", "changes"}
     assert {n for n, a in notes.items() if a.read_only_hint} == reads
     assert all(notes[n].idempotent_hint and not notes[n].destructive_hint for n in reads)
     for name in ("forget", "edit", "restore", "resolve", "gc", "consolidate"):

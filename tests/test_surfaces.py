@@ -37,9 +37,16 @@ NOT_ON_MCP = {
     "resume": "the user's switch to stop injection; a model must not turn it on or off",
     "visibility": "access control on a team store: the person decides who may read what",
     "salvage": "rescues a damaged store file into a new file: a person's repair, run where no store opens",
+    "activity": "weekly counts for a person's charts (the web app, `mnemo activity`); stats has the totals",
+    "forget_source": "removes an ingested document, as ingest adds one: a person's command",
+    "ingest_upload": "a browser's upload (bytes); a model has no file to hand over",
 }
 #: operations with no CLI command of their own
-NOT_ON_CLI: dict[str, str] = {"salvage": "an option of doctor: `mnemo doctor --salvage NEW.db`"}
+NOT_ON_CLI: dict[str, str] = {
+    "salvage": "an option of doctor: `mnemo doctor --salvage NEW.db`",
+    "forget_source": "an option of sources: `mnemo sources --forget KEY`",
+    "ingest_upload": "the web app's upload of a file's bytes; the command line ingests the file itself (`mnemo ingest FILE`)",
+}
 
 
 def _operations() -> set[str]:

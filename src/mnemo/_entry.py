@@ -1,9 +1,9 @@
 """The whole ``mnemo`` command line: the CLI's commands plus the three that start another surface.
 
-``mnemo mcp`` runs the MCP server, ``mnemo hook`` answers an assistant's hook and ``mnemo serve``
-keeps the hooks' warm service. Surfaces never import each other (the layer test checks it), so
-the commands that launch one surface from the command line are wired here, one layer above all
-of them. The ``mnemo`` console script itself is :func:`mnemo.__main__.launch`, which sends
+``mnemo mcp`` runs the MCP server, ``mnemo hook`` answers an assistant's hook, ``mnemo serve``
+keeps the hooks' warm service and ``mnemo web`` serves the web app. Surfaces never import each
+other (the layer test checks it), so the commands that launch one surface from the command line
+are wired here, one layer above all of them. The ``mnemo`` console script itself is :func:`mnemo.__main__.launch`, which sends
 ``mnemo hook …`` to the import-light hook client before any of this is imported.
 """
 
@@ -74,6 +74,39 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
         finally:
             door.unshare()
     state.emit(res, lambda: _render.line(f"served {res['served']} requests in {res['seconds']} s"))
+
+
+@command("web")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on; other than loopback needs TLS or --insecure-lan.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0: any free one).")
+@click.option("--no-browser", is_flag=True, help="Only print the login link; do not open a browser.")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="TLS certificate (PEM), to serve HTTPS.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
+@click.option("--insecure-lan", is_flag=True, help="Serve plain HTTP on a non-loopback address (a network you trust).")
+@click.option("--token", "show_token", is_flag=True, help="Print the API token (Authorization: Bearer …) and exit.")
+def web_cmd(state: CLIState, host: str, port: int, no_browser: bool, tls_cert: str | None, tls_key: str | None,
+            insecure_lan: bool, show_token: bool) -> None:
+    """Open the web app: search, browse, edit and review memories in a browser (a local server).
+
+    Prints a one-time login link and opens it; the app is also an API (/api/v1, OpenAPI at
+    /api/v1/openapi.json) for scripts with the --token. Ctrl-C stops the server."""
+    from ._web import server
+
+    if show_token:
+        from ._settings.config import home
+        from ._stores import store_identity
+        from ._web.security import load_secret
+
+        token = load_secret(home(), store_identity(state.config.db))
+        state.emit({"token": token}, lambda: click.echo(token))
+        return
+    from ._settings.config import mnemo_version
+
+    res = server.serve(state.config, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, insecure_lan=insecure_lan,
+                       open_browser=not no_browser and not state.as_json, version=mnemo_version(),
+                       say=(lambda line: _render.err.print(line, markup=False, highlight=False, soft_wrap=True)))
+    if res.get("already_running"):
+        state.emit(res, lambda: None)
 
 
 def _service_line(res: dict[str, Any], status: bool) -> str:

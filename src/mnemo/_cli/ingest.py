@@ -88,8 +88,14 @@ def _summary(report: dict[str, Any]) -> None:
 @click.option("--kind", type=click.Choice(["file", "url", "chat"]), help="Only this kind of source.")
 @click.option("--status", type=click.Choice(["active", "deleted"]), help="Only active or deleted (synced away) sources.")
 @click.option("--prefix", help="Only sources whose key starts with this (e.g. file:/home/me/notes).")
-def sources_cmd(state: CLIState, kind: str | None, status: str | None, prefix: str | None) -> None:
-    """List what was ingested: each document, when, and how many chunks."""
+@click.option("--forget", "forget_key", metavar="KEY", help="Stop remembering this source: archive its chunks (each restorable).")
+def sources_cmd(state: CLIState, kind: str | None, status: str | None, prefix: str | None, forget_key: str | None) -> None:
+    """List what was ingested: each document, when, and how many chunks (--forget KEY removes one)."""
+    if forget_key is not None:
+        with state.open() as m:
+            res = m.forget_source(forget_key)
+        state.emit(res, lambda: _render.line(f"archived {res['archived']} chunks of {res['source']} (mnemo restore ID brings one back)"))
+        return
     with state.open() as m:
         rows = m.sources(kind=kind, status=status, prefix=prefix)
     state.emit(rows, lambda: _sources_table(rows))

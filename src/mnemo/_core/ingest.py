@@ -44,8 +44,8 @@ from .._ingest.chunk import (
     first_heading,
     parse_front_matter,
 )
-from .._ingest.docs import DEFAULT_MAX_BYTES, Document, document_time, read_document, walk
-from ..errors import IngestError, InvalidInputError
+from .._ingest.docs import DEFAULT_MAX_BYTES, Document, decode_bytes, document_time, read_document, walk
+from ..errors import IngestError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from .mnemo import Mnemo
@@ -129,6 +129,46 @@ class IngestOps:
         if status is not None and status not in ("active", "deleted"):
             raise InvalidInputError(f"source status must be active or deleted, not {status!r}")
         return self.store.list_sources(kind=kind, status=status, prefix=prefix)
+
+    def forget_source(self: "Mnemo", key: str) -> dict[str, Any]:
+        """Stop remembering an ingested document: its chunks are archived (each can be restored)
+        and the source is marked deleted; ``ingest`` of the file brings it back. Returns
+        ``{"source", "archived"}``."""
+        src = self.store.get_source(key) if isinstance(key, str) else None
+        if src is None:
+            raise NotFoundError(f"no source {key!r} (see `mnemo sources`)")
+        with self.store.transaction():
+            mems = self.store.memories_by_source(src["key"])
+            for mem in mems:
+                self.store.set_status(mem.id, "archived")
+                self.store.add_event(mem.id, "archived", "forget source", {"source": src["key"], "reason": "the source was removed"})
+            self.store.put_source({**src, "status": "deleted", "updated_at": format_time(utcnow())})
+        return {"source": src["key"], "archived": len(mems)}
+
+    def ingest_upload(self: "Mnemo", name: str, data: bytes, *, folder: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
+                      **options: Any) -> dict[str, Any]:
+        """Ingest a document handed over as bytes (a file dropped on the web app): ``name`` must
+        be a plain file name (no folder part, no ``..``), the text is decoded and redacted, and
+        the redacted text is kept as ``folder/name`` (0600), the document's source from then on:
+        re-ingesting or syncing it reads that copy, and no unredacted byte is written anywhere.
+        ``options`` are :meth:`ingest`'s."""
+        clean = name.strip() if isinstance(name, str) else ""
+        if (not clean or clean in (".", "..") or clean.startswith(".") or any(c in clean for c in "/\\\0")
+                or any(ord(c) < 32 for c in clean) or len(clean.encode()) > 200):
+            raise InvalidInputError(f"not a plain file name: {name!r} (no folders, no leading dot, at most 200 bytes)")
+        if len(data) > max_bytes:
+            raise IngestError(f"{clean}: {len(data) / 1e6:.1f} MB is over the {max_bytes / 1e6:.0f} MB limit")
+        if not data.strip():
+            raise IngestError(f"{clean}: the file is empty")
+        text, _ = decode_bytes(data)
+        target = Path(folder) / self._scrub_path(clean)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(self.redact(text).text)
+        os.replace(tmp, target)
+        return self.ingest([target], max_bytes=max_bytes, **options)
 
     def watch(self: "Mnemo", folder: str | os.PathLike[str], **kwargs: Any) -> dict[str, Any]:
         """Watch ``folder`` and ingest files as they appear or change, until stopped; see

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 #: events that change a memory and that ``restore`` can revert, newest first wins
 _UNDOABLE = ("merged", "updated")
 _UNDONE = ("unmerged", "reverted", "restored")
+#: the steps ``changes`` lists: those that hide, replace or alter what a memory says, and the
+#: status each leaves the memory in (None: it stays active)
+_CHANGES = {"merged": None, "updated": None, "superseded": "superseded", "archived": "archived", "deleted": "deleted"}
 #: neighbours examined per write
 NEIGHBOURS = 5
 #: sources of ingested document chunks (``ingest`` manages their versions itself)
@@ -319,6 +322,39 @@ class LifecycleOps:
         mem = self.get(memory_id)
         return self.store.relations(mem.id)
 
+    def changes(self: "Mnemo", *, days: float = 7, scope: str | None = None, limit: int = 100,
+                now: str | datetime | None = None) -> list[dict[str, Any]]:
+        """What the store did to memories in the last ``days`` days, newest first: merges,
+        edits, supersedes, archives and forgets, each ``{"memory_id", "kind", "at", "cause",
+        "data", "memory", "undo"}``. ``undo`` is True while the step is still the memory's
+        latest of its sort, so that :meth:`restore` of ``memory_id`` reverts exactly this step
+        (a later edit, or a memory already restored, makes it False). In ``scope`` plus global
+        (default: the current scope; ``all`` for every scope)."""
+        since = (parse_time(now) if now else utcnow()) - timedelta(days=days)
+        scopes = self._visible_scopes(scope)
+        found = self.store.recent_events(since=format_time(since), kinds=tuple(_CHANGES), limit=limit if scopes is None else limit * 20)
+        out: list[dict[str, Any]] = []
+        for ev in found:
+            mem = self.store.get(ev["memory_id"])
+            if mem is None or (scopes is not None and mem.scope not in scopes):
+                continue  # purged since, or another scope
+            out.append({**ev, "memory": mem, "undo": self._reverts_to(mem, ev)})
+            if len(out) >= limit:
+                break
+        return out
+
+    def _reverts_to(self: "Mnemo", mem: Memory, ev: dict[str, Any]) -> bool:
+        """Whether ``restore(mem)`` would undo exactly the step ``ev``."""
+        status = _CHANGES[ev["kind"]]
+        history = self.store.events(mem.id)
+        if status is not None:  # a status step: still in that status, and no status step after it
+            last = next((e for e in reversed(history) if e["kind"] in ("superseded", "archived", "deleted", "restored")), None)
+            return mem.status == status and last is not None and _same_event(last, ev)
+        if mem.status != "active" or mem.source == "consolidate":
+            return False
+        last = next((e for e in reversed(history) if e["kind"] in _UNDOABLE + _UNDONE), None)
+        return last is not None and _same_event(last, ev)
+
     # ------------------------------------------------------------ expiry
 
     def review(self: "Mnemo", *, now: str | datetime | None = None, limit: int = 100, scope: str | None = None) -> list[Memory]:
@@ -525,3 +561,8 @@ def _verdict(relation: str, close: list[tuple[Memory, float]], linked: list[tupl
         others = [x for x in linked if x[0].id != old.id]
         return Decision("related", others[0][0], others[0][1], "LLM judge: different", related=others) if others else Decision("created", None, cos, "LLM judge: different")
     return Decision("related", old, cos, "LLM judge: related", related=[(old, cos), *[x for x in linked if x[0].id != old.id]])
+
+
+def _same_event(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two reads of one history event (events carry no id of their own in these dicts)."""
+    return all(a.get(k) == b.get(k) for k in ("kind", "at", "cause", "data"))

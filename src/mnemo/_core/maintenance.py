@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -38,7 +39,35 @@ def _noop(done: int, total: int) -> None:
 
 
 class MaintenanceOps:
-    """export · import_ · reindex · purge · doctor · salvage."""
+    """activity · export · import_ · reindex · purge · doctor · salvage."""
+
+    # ------------------------------------------------------------ activity
+
+    def activity(self: "Mnemo", *, weeks: int = 12, now: str | datetime | None = None) -> dict[str, Any]:
+        """The store over time, per week (Monday first, oldest first, the current week last):
+        memories created by type and by scope (whatever their status now) and context
+        injections. ``{"weeks": [date…], "created_by_type": {type: [n…]}, "created_by_scope":
+        {scope: [n…]}, "injections": [n…]}``."""
+        weeks = max(1, min(int(weeks), 520))
+        today = (parse_time(now) if now else utcnow()).date()
+        start = today - timedelta(days=today.weekday() + 7 * (weeks - 1))
+        labels = [(start + timedelta(days=7 * i)).isoformat() for i in range(weeks)]
+
+        def week(day: str) -> int:
+            return (date.fromisoformat(day) - start).days // 7
+
+        by_type: dict[str, list[int]] = {}
+        by_scope: dict[str, list[int]] = {}
+        for day, type_, scope, n in self.store.created_per_day(start.isoformat()):
+            w = week(day)
+            if 0 <= w < weeks:
+                by_type.setdefault(type_, [0] * weeks)[w] += n
+                by_scope.setdefault(scope, [0] * weeks)[w] += n
+        injections = [0] * weeks
+        for day, n in self.store.injections_per_day(start.isoformat()).items():
+            if 0 <= week(day) < weeks:
+                injections[week(day)] += n
+        return {"weeks": labels, "created_by_type": by_type, "created_by_scope": by_scope, "injections": injections}
 
     # ------------------------------------------------------------ export
 

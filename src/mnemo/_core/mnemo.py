@@ -39,7 +39,7 @@ from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
 from .._recall.intent import asked_types, kind_words, salient_query
-from .._recall.rank import Weights, score_candidates
+from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
 from .._stores.open import open_store
@@ -543,7 +543,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
         scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]
         scored = scored[: int(top_k)]
         memories = self.store.get_many_by_pk([s.pk for s in scored])
-        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=s.explain) for s in scored if s.pk in memories]
+        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=rounded(s.explain)) for s in scored if s.pk in memories]
         if expand:
             hits = self._expand(hits, filters)
         if touch and hits:

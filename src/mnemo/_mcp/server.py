@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -37,7 +36,7 @@ TOOLS: dict[str, str] = {
     "remember": "remember", "recall": "recall", "context": "context", "forget": "forget", "restore": "restore",
     "recent": "recent", "list": "list", "get": "get", "history": "history", "stats": "stats", "edit": "edit",
     "review": "review", "confirm": "confirm", "gc": "gc", "consolidate": "consolidate", "log": "log",
-    "doctor": "doctor", "redact": "redact", "auto": "auto", "sources": "sources", "resolve": "resolve",
+    "doctor": "doctor", "redact": "redact", "auto": "auto", "sources": "sources", "resolve": "resolve", "changes": "changes",
 }
 
 INSTRUCTIONS = (
@@ -52,7 +51,8 @@ INSTRUCTIONS = (
 #: Destructive ones change or hide what is stored: reversible with `restore`, but the user should know.
 #: Idempotent ones have no further effect when repeated with the same arguments. No tool reaches
 #: beyond the user's own store, so none is open-world.
-READ_ONLY = frozenset({"recall", "context", "recent", "list", "get", "history", "stats", "review", "log", "sources", "doctor", "redact"})
+READ_ONLY = frozenset({"recall", "context", "recent", "list", "get", "history", "stats", "review", "log", "sources", "doctor", "redact",
+                       "changes"})
 DESTRUCTIVE = frozenset({"forget", "restore", "edit", "resolve", "gc", "consolidate"})
 IDEMPOTENT = frozenset({"forget", "edit", "confirm", "resolve", "gc"})
 
@@ -141,16 +141,6 @@ def _why(err: Any) -> str:
     return f"{what} (got {got if len(got) <= 40 else got[:39] + '…'})"
 
 
-def _version() -> str:
-    """mnemo's version as the installed package reports it (``mnemo --version`` says the same)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mnemo")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str] = ("global", "default"),
                  allow_consolidate_apply: bool = False) -> Any:
     """An ``MCPServer`` whose tools call the store returned by ``open_store`` (opened on first use).
@@ -168,6 +158,8 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
     from mcp_types import ListRootsResult, ToolAnnotations
     from pydantic import ValidationError
 
+    from .._settings import door
+    from .._settings.config import mnemo_version
     from .._settings.scope import scope_from_setting
 
     here = scope_from_setting(None, *raw_scope)
@@ -188,14 +180,9 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
                     raise ToolError(_bad_arguments(exc.__cause__)) from exc.__cause__
                 raise
 
-    server = Server("mnemo", version=_version(), instructions=INSTRUCTIONS + note, log_level="WARNING")
-    holder: dict[str, Any] = {}
-
-    def store() -> "Mnemo":
-        if "m" not in holder:
-            holder["m"] = open_store()
-            holder["m"].scope = scoped["scope"]
-        return holder["m"]
+    server = Server("mnemo", version=mnemo_version(), instructions=INSTRUCTIONS + note, log_level="WARNING")
+    serving = door.Serving(open_store, scope=scoped["scope"])
+    store = serving.mnemo
 
     def ask_roots(ctx: Context) -> Any:
         """Resolver: the client's roots, asked once per server (MCP roots; the SDK asks them in the
@@ -217,29 +204,8 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
 
                 choice = scope_from_setting(unquote(urlparse(uri).path), *raw_scope)
                 scoped.update(scope=choice.scope, why=f"{choice.why}, the client's root")
-                if "m" in holder:
-                    holder["m"].scope = choice.scope
+                serving.set_scope(choice.scope)
                 return
-
-    calls = threading.Lock()
-
-    def refreshed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """One tool call at a time, between two looks at the store file: the session lasts as
-        long as the assistant runs, and a store copied over meanwhile (``cp other.db memory.db``)
-        is reopened before the call reads it; after it, the file is let go of until the next call
-        (``Mnemo.refresh``), so that a copy never meets this process's old state."""
-        with calls:
-            if "m" in holder:
-                holder["m"].refresh()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                if "m" in holder:
-                    try:
-                        holder["m"].refresh(idle=True)
-                    except MnemoError:
-                        pass  # the next call's refresh says what is wrong with the file
-
 
     def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
         import inspect
@@ -249,7 +215,7 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
             if not scoped["roots_checked"]:
                 use_roots(client_roots)
             try:
-                return await anyio.to_thread.run_sync(functools.partial(refreshed, fn, *args, **kwargs))
+                return await anyio.to_thread.run_sync(functools.partial(serving.call, fn, *args, **kwargs))
             except MnemoError as exc:  # the model reads the message and can correct itself
                 raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
@@ -380,6 +346,17 @@ def build_server(open_store: Callable[[], "Mnemo"], *, raw_scope: tuple[str, str
         m = store()
         return {"scope": scope or m.scope, "results": [_mem(x) for x in m.review(limit=limit, scope=scope)],
                 "possible_conflicts": [{"new": _mem(c["new"]), "old": _mem(c["old"]), "why": c["why"]} for c in m.conflicts(scope=scope, limit=limit)]}
+
+    @tool
+    def changes(
+        days: Annotated[float, Field(description="How many days back.", gt=0, le=3650)] = 7,
+        scope: Scope = None,
+        limit: Annotated[int, Field(description="Most changes to return.", ge=1, le=500)] = 50,
+    ) -> dict[str, Any]:
+        """What the store merged, superseded, archived, forgot or edited lately, newest first; `undo: true` means
+        `restore` of that memory_id reverts exactly that step (ask the user first)."""
+        found = store().changes(days=days, scope=scope, limit=limit)
+        return {"results": [{**c, "memory": _brief(c["memory"])} for c in found]}
 
     @tool
     def resolve(

@@ -78,6 +78,13 @@ class Scored:
     explain: dict[str, Any] | None
 
 
+def rounded(explain: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An explain breakdown as shown: each number to 4 decimals."""
+    if explain is None:
+        return None
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in explain.items()}
+
+
 def score_candidates(
     rows: dict[int, tuple[Any, ...]],
     cosines: dict[int, float],
@@ -130,23 +137,11 @@ def score_candidates(
         score = relevance * f_importance * f_confidence * f_recency * f_access * f_time * f_stale * f_type * f_scope
         info = None
         if explain:
-            info = {
-                "similarity": None if cos is None else round(cos, 4),
-                "baseline": round(baseline, 4),
-                "bm25": round(lex, 4),
-                "dense_relevance": round(d_rel, 4),
-                "lexical_relevance": round(l_rel, 4),
-                "relevance": round(relevance, 4),
-                "importance_factor": round(f_importance, 4),
-                "confidence_factor": round(f_confidence, 4),
-                "recency_factor": round(f_recency, 4),
-                "access_factor": round(f_access, 4),
-                "time_factor": f_time,
-                "stale_factor": f_stale,
-                "type_factor": f_type,
-                "scope_factor": f_scope,
-                "score": round(score, 4),
-            }
+            # raw here, rounded for the few hits returned (``rounded``): most candidates are dropped
+            info = {"similarity": cos, "baseline": baseline, "bm25": lex, "dense_relevance": d_rel, "lexical_relevance": l_rel,
+                    "relevance": relevance, "importance_factor": f_importance, "confidence_factor": f_confidence,
+                    "recency_factor": f_recency, "access_factor": f_access, "time_factor": f_time, "stale_factor": f_stale,
+                    "type_factor": f_type, "scope_factor": f_scope, "score": score}
         out.append(Scored(pk, score, cos, info))
     out.sort(key=lambda s: (-s.score, -s.pk))
     return out

@@ -89,6 +89,16 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
+def mnemo_version() -> str:
+    """mnemo's version as the installed package reports it (``mnemo --version`` says the same)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mnemo")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def home() -> Path:
     """The mnemo home: ``MNEMO_HOME``, else the platform's user data folder."""
     env = os.environ.get("MNEMO_HOME")

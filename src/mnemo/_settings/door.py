@@ -126,3 +126,55 @@ def opened(config: Config, *, create: bool = False, notice: Notice = _silent) ->
                 Path(config.db + suffix).unlink(missing_ok=True)
         raise
     m.close()
+
+
+class Serving:
+    """The store of a surface that lives as long as its client (the MCP server, the web app):
+    opened through ``open_store`` on first use, and used by one call at a time, between two
+    looks at the store file. A store copied over meanwhile (``cp other.db memory.db``) is
+    reopened before the call reads it; after the call the file is let go of until the next one
+    (``Mnemo.refresh``), so a copy never meets this process's old state."""
+
+    def __init__(self, open_store: Callable[[], Mnemo], *, scope: str | None = None) -> None:
+        import threading
+
+        self._open = open_store
+        self._m: Mnemo | None = None
+        self._lock = threading.Lock()
+        #: the scope the store is given when opened (a surface may change it later: ``set_scope``)
+        self.scope = scope
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the store has been opened yet."""
+        return self._m is not None
+
+    def mnemo(self) -> Mnemo:
+        """The store, opened now if it is not yet (call it inside :meth:`call`)."""
+        if self._m is None:
+            self._m = self._open()
+            if self.scope is not None:
+                self._m.scope = self.scope
+        return self._m
+
+    def set_scope(self, scope: str) -> None:
+        """The scope later calls use (an MCP client named its project after the server started)."""
+        self.scope = scope
+        if self._m is not None:
+            self._m.scope = scope
+
+    def call(self, fn: Callable[..., object], *args: object, **kwargs: object) -> object:
+        """``fn(*args, **kwargs)`` alone with the store, between two looks at its file."""
+        from ..errors import MnemoError
+
+        with self._lock:
+            if self._m is not None:
+                self._m.refresh()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if self._m is not None:
+                    try:
+                        self._m.refresh(idle=True)
+                    except MnemoError:
+                        pass  # the next call's refresh says what is wrong with the file

@@ -135,6 +135,20 @@ class SharedStore:
         return [{"memory_id": mid, "at": at, "cause": c, "data": json.loads(d)} for mid, at, c, d in self._rows(
             "SELECT memory_id, at, cause, data FROM events WHERE kind = ? ORDER BY pk DESC LIMIT ?", (kind, limit))]
 
+    def recent_events(self, *, since: str, kinds: Sequence[str], limit: int) -> list[dict[str, Any]]:
+        """Events of ``kinds`` across the store at or after ``since``, newest first:
+        ``{"memory_id", "kind", "at", "cause", "data"}`` (what changed lately, for a review)."""
+        rows = self._rows(f"SELECT memory_id, kind, at, cause, data FROM events WHERE at >= ? AND kind IN ({marks(len(kinds))}) "
+                          "ORDER BY pk DESC LIMIT ?", [since, *kinds, int(limit)])
+        return [{"memory_id": mid, "kind": k, "at": at, "cause": c, "data": json.loads(d)} for mid, k, at, c, d in rows]
+
+    def created_per_day(self, since: str) -> list[tuple[str, str, str, int]]:
+        """Memories (any status) created at or after ``since``, counted per day, type and scope:
+        ``(YYYY-MM-DD, type, scope, n)`` (the store's activity over time)."""
+        return [(d, t, s, int(n)) for d, t, s, n in self._rows(
+            "SELECT substr(created_at, 1, 10), type, scope, COUNT(*) FROM memories WHERE created_at >= ? "
+            "GROUP BY substr(created_at, 1, 10), type, scope", (since,))]
+
     def replace_events(self, memory_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Make ``events`` (``{"kind", "at", "cause", "data"}``, oldest first) a memory's whole
         history, times included: a copied memory keeps the history it had, where ``add_event``
@@ -204,6 +218,11 @@ class SharedStore:
                           "ORDER BY pk DESC LIMIT ?", [*args, int(limit)])
         return [{"id": int(pk), "at": at, "session": s, "surface": surf, "query": q, "memory_ids": json.loads(ids),
                  "data": json.loads(data)} for pk, at, s, surf, q, ids, data in rows]
+
+    def injections_per_day(self, since: str) -> dict[str, int]:
+        """How many context injections were logged per day (``YYYY-MM-DD``) at or after ``since``."""
+        return {d: int(n) for d, n in self._rows(
+            "SELECT substr(at, 1, 10), COUNT(*) FROM injections WHERE at >= ? GROUP BY substr(at, 1, 10)", (since,))}
 
     # ------------------------------------------------------------ per-session state
 
