@@ -24,7 +24,7 @@ SRC = Path(mnemo.__file__).parent
 LAYERS: dict[str, int] = {
     "__main__": 8,  # python -m mnemo / the console script
     "_entry": 7,  # the whole command line: the CLI plus the commands that start the other surfaces
-    "_cli": 6, "_mcp": 6, "_hooks": 6, "_web": 6,  # surfaces (and room for _proxy, _sync)
+    "_cli": 6, "_mcp": 6, "_hooks": 6, "_web": 6, "_proxy": 6,  # surfaces (and room for _sync)
     "__init__": 6,  # the public Python API is a surface too: it re-exports the core's names
     "_settings": 5,  # settings and the front door: config → an open Mnemo
     "_core": 4,

@@ -24,6 +24,8 @@ NOT_OPERATIONS = {
     "after_compaction": "hook bookkeeping: SessionStart(compact) or the next prompt injects it again",
     "prune_sessions": "hook bookkeeping: SessionStart drops old sessions' injected lists",
     "refresh": "the warm service's check between requests for a store file replaced under it",
+    "queue_capture": "hands an exchange from ask, chat or the proxy to capture (auto is the operation)",
+    "run_capture_queue": "captures the exchanges ask, chat and the proxy queued (auto is the operation)",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {

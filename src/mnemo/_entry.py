@@ -1,9 +1,9 @@
 """The whole ``mnemo`` command line: the CLI's commands plus the three that start another surface.
 
 ``mnemo mcp`` runs the MCP server, ``mnemo hook`` answers an assistant's hook, ``mnemo serve``
-keeps the hooks' warm service and ``mnemo web`` serves the web app. Surfaces never import each
-other (the layer test checks it), so the commands that launch one surface from the command line
-are wired here, one layer above all of them. The ``mnemo`` console script itself is :func:`mnemo.__main__.launch`, which sends
+keeps the hooks' warm service, ``mnemo web`` serves the web app and ``mnemo proxy`` the memory
+proxy for chat clients. Surfaces never import each other (the layer test checks it), so the
+commands that launch one surface from the command line are wired here, one layer above all of them. The ``mnemo`` console script itself is :func:`mnemo.__main__.launch`, which sends
 ``mnemo hook …`` to the import-light hook client before any of this is imported.
 """
 
@@ -107,6 +107,55 @@ def web_cmd(state: CLIState, host: str, port: int, no_browser: bool, tls_cert: s
                        say=(lambda line: _render.err.print(line, markup=False, highlight=False, soft_wrap=True)))
     if res.get("already_running"):
         state.emit(res, lambda: None)
+
+
+@command("proxy", scope_option=True)
+@click.argument("action", nargs=-1, metavar="[key add|list|remove [ID]]")
+@click.option("--upstream", metavar="URL", help="The OpenAI-compatible API to forward to (default: the setting llm_base_url).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on; other than loopback, every request needs a proxy key.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8766, show_default=True, help="Port (0: any free one).")
+@click.option("--scope", help="Memory scope of requests without a proxy key (default: the current one); with `key add`, the key's scope.")
+@click.option("--label", default="", help="With `key add`: a name for the key (which client has it).")
+@click.option("--recall-budget", type=click.FloatRange(0.05, 30), default=2.0, show_default=True,
+              help="Seconds recall may take before a request goes upstream without memories.")
+@click.option("--no-capture", is_flag=True, help="Do not capture memories from the exchanges.")
+def proxy_cmd(state: CLIState, action: tuple[str, ...], upstream: str | None, host: str, port: int, scope: str | None, label: str,
+              recall_budget: float, no_capture: bool) -> None:
+    """Serve an OpenAI-compatible API that adds your memories to every chat (any client, any upstream).
+
+    Point Cherry Studio, ChatBox, Open WebUI or the openai SDK at http://127.0.0.1:8766/v1: each
+    request gets the memories relevant to its latest message, is forwarded to the upstream, and the
+    answer streams back unchanged; what the exchange states worth keeping is captured afterwards.
+    `mnemo proxy key add --scope project:shop` makes a key that gives a client that scope."""
+    if action:
+        _proxy_keys(state, action, scope, label)
+        return
+    from ._proxy.server import serve
+
+    res = serve(state.config, host=host, port=port, upstream=upstream, recall_seconds=recall_budget, capture=not no_capture,
+                say=(lambda line: _render.err.print(line, markup=False, highlight=False, soft_wrap=True)))
+    state.emit(res, lambda: _render.line(f"stopped; {res['captured']} memories captured from the exchanges"))
+
+
+def _proxy_keys(state: CLIState, action: tuple[str, ...], scope: str | None, label: str) -> None:
+    """``mnemo proxy key add|list|remove``: the proxy's client keys."""
+    from ._settings import clients
+    from ._settings.config import home
+
+    verb = action[1] if len(action) > 1 and action[0] == "key" else None
+    if verb == "add" and len(action) == 2:
+        key, info = clients.add_key(home(), scope or state.config["scope"], label)
+        state.emit({"key": key, "id": info.id, "scope": info.scope, "label": info.label},
+                   lambda: click.echo(f"{key}\n(shown once) proxy key {info.id} for scope {info.scope}: give it to the client as its API key"))
+    elif verb == "list" and len(action) == 2:
+        rows = [vars(k) for k in clients.list_keys(home())]
+        state.emit(rows, lambda: [click.echo(f"{k['id']}  {k['scope']}  {k['label'] or '-'}  {k['created'][:10]}") for k in rows]
+                   if rows else click.echo("no proxy keys (mnemo proxy key add --scope SCOPE)"))
+    elif verb == "remove" and len(action) == 3:
+        gone = clients.remove_key(home(), action[2])
+        state.emit(vars(gone), lambda: click.echo(f"removed proxy key {gone.id} ({gone.scope})"))
+    else:
+        raise click.UsageError("expected `mnemo proxy` alone, or `mnemo proxy key add --scope SCOPE`, `key list`, `key remove ID`")
 
 
 def _service_line(res: dict[str, Any], status: bool) -> str:

@@ -50,12 +50,9 @@ def auto_cmd(state: CLIState, text: tuple[str, ...], from_stdin: bool, file: str
             f"{job['state']} · {job['progress'].get('lines', 0)} lines read · updated {job['updated_at']}"
             + (f" · error: {job['progress']['error']}" if job["progress"].get("error") else "")))
         return
-    from .._core.capture import LLMBudget
-
     c = state.config
     use_llm = c["capture_llm"] if llm is None else llm
     with state.open(create=True) as m:
-        m.llm_budget = LLMBudget(c["llm_max_calls_per_day"], c["llm_max_tokens_per_day"])
         if file is not None:
             result = m.auto_transcript(file, session=session, scope=scope, llm=use_llm, background=background, fmt=fmt, dry_run=dry_run)
         else:

@@ -132,6 +132,50 @@ class CaptureOps:
             raise InvalidInputError("auto takes text or a list of {role, content} messages")
         return self._capture(messages, scope=scope, dry_run=dry_run, llm=llm, session=session)
 
+    def queue_capture(self: "Mnemo", folder: str | os.PathLike[str], messages: list[dict[str, Any]], *, scope: str | None = None,
+                      session: str | None = None, llm: bool = False) -> Path:
+        """Hand an exchange (``{role, content}`` messages) over for capture later: written,
+        redacted, as one JSON file (0600) in ``folder``, which :meth:`run_capture_queue` reads.
+        A chat answer is shown before its capture runs; the file keeps the capture from being
+        lost when the process ends first (the next run of any surface catches up)."""
+        import json
+
+        if not isinstance(messages, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+            raise InvalidInputError("queue_capture takes a list of {role, content} messages with text content")
+        clean = [{"role": str(m.get("role") or "user"), "content": self._scrub(m["content"])} for m in messages if m["content"].strip()]
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{utcnow().strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.json"
+        tmp = folder / f".{name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"messages": clean, "scope": scope or self.scope, "session": session, "llm": bool(llm)}, f, ensure_ascii=False)
+        os.replace(tmp, folder / name)
+        return folder / name
+
+    def run_capture_queue(self: "Mnemo", folder: str | os.PathLike[str], *, only: Path | None = None) -> list[dict[str, Any]]:
+        """Capture the exchanges queued in ``folder`` (oldest first; ``only``: just that one),
+        each file removed once its memories are stored. A file that is not a queued exchange
+        is set aside as ``*.bad`` (said in the result), never retried forever."""
+        import json
+
+        folder = Path(folder)
+        files = [only] if only is not None else sorted(folder.glob("*.json")) if folder.is_dir() else []
+        done: list[dict[str, Any]] = []
+        for path in files:
+            if not path.exists():
+                continue  # another process took it
+            try:
+                job = json.loads(path.read_text("utf-8"))
+                result = self.auto(job["messages"], scope=job.get("scope"), session=job.get("session"), llm=bool(job.get("llm")))
+            except (ValueError, KeyError, TypeError, InvalidInputError) as exc:
+                path.replace(path.with_suffix(".bad"))
+                done.append({"file": path.name, "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__})
+                continue
+            path.unlink(missing_ok=True)
+            done.append({"file": path.name, "saved": result["saved"], "counts": result["counts"], "extractor": result["extractor"]})
+        return done
+
     def _capture(self: "Mnemo", messages: list[Message], *, scope: str | None, dry_run: bool, llm: bool,
                  session: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         result = self._extract(messages, llm=llm)

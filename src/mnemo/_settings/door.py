@@ -55,9 +55,10 @@ def store_key(config: Config, *, create: bool = False, notice: Notice = _silent)
 
 def open_mnemo(config: Config, *, create: bool = False, notice: Notice = _silent) -> Mnemo:
     """Open the store the settings name (creating it when ``create``); the caller closes it."""
+    from .._core.capture import LLMBudget
     from .._core.mnemo import Mnemo
 
-    return Mnemo(
+    m = Mnemo(
         config.db,
         model=config["model"],
         scope=config["scope"],
@@ -72,6 +73,9 @@ def open_mnemo(config: Config, *, create: bool = False, notice: Notice = _silent
         chat=config.chat(),
         read_only=config["read_only"],
     )
+    # the LLM extractor's daily budgets hold on every surface (auto, the hooks, MCP, ask, chat, the proxy)
+    m.llm_budget = LLMBudget(config["llm_max_calls_per_day"], config["llm_max_tokens_per_day"])
+    return m
 
 
 #: the open store of a long-running process (the warm service), lent to the commands it runs
@@ -129,18 +133,25 @@ def opened(config: Config, *, create: bool = False, notice: Notice = _silent) ->
 
 
 class Serving:
-    """The store of a surface that lives as long as its client (the MCP server, the web app):
-    opened through ``open_store`` on first use, and used by one call at a time, between two
-    looks at the store file. A store copied over meanwhile (``cp other.db memory.db``) is
-    reopened before the call reads it; after the call the file is let go of until the next one
-    (``Mnemo.refresh``), so a copy never meets this process's old state."""
+    """The store of a surface that lives as long as its client (the MCP server, the web app, the
+    proxy): opened through ``open_store`` on first use, and used by one call at a time, between
+    two looks at the store file. A store copied over meanwhile (``cp other.db memory.db``) is
+    reopened before the call reads it; once the surface is quiet the file is let go of until the
+    next call (``Mnemo.refresh``), so a copy never meets this process's old state.
 
-    def __init__(self, open_store: Callable[[], Mnemo], *, scope: str | None = None) -> None:
+    ``idle_after``: how long after a call the file is let go of. 0 (MCP: a call now and then)
+    lets go at once; a server taking bursts of requests (web, proxy) waits a moment, because
+    letting go drops the connection's page cache and costs the next call ~10 ms."""
+
+    def __init__(self, open_store: Callable[[], Mnemo], *, scope: str | None = None, idle_after: float = 0.0) -> None:
         import threading
 
         self._open = open_store
         self._m: Mnemo | None = None
         self._lock = threading.Lock()
+        self._idle_after = idle_after
+        self._calls = 0
+        self._timer: threading.Timer | None = None
         #: the scope the store is given when opened (a surface may change it later: ``set_scope``)
         self.scope = scope
 
@@ -165,16 +176,34 @@ class Serving:
 
     def call(self, fn: Callable[..., object], *args: object, **kwargs: object) -> object:
         """``fn(*args, **kwargs)`` alone with the store, between two looks at its file."""
-        from ..errors import MnemoError
-
         with self._lock:
+            self._calls += 1
             if self._m is not None:
                 self._m.refresh()
             try:
                 return fn(*args, **kwargs)
             finally:
-                if self._m is not None:
-                    try:
-                        self._m.refresh(idle=True)
-                    except MnemoError:
-                        pass  # the next call's refresh says what is wrong with the file
+                if self._idle_after <= 0:
+                    self._let_go()
+                else:  # one timer at a time: each call restarts it
+                    import threading
+
+                    if self._timer is not None:
+                        self._timer.cancel()
+                    self._timer = threading.Timer(self._idle_after, self._let_go_if_quiet, args=(self._calls,))
+                    self._timer.daemon = True
+                    self._timer.start()
+
+    def _let_go_if_quiet(self, calls: int) -> None:
+        with self._lock:
+            if self._calls == calls:  # no call since the one that set this timer
+                self._let_go()
+
+    def _let_go(self) -> None:
+        from ..errors import MnemoError
+
+        if self._m is not None:
+            try:
+                self._m.refresh(idle=True)
+            except MnemoError:
+                pass  # the next call's refresh says what is wrong with the file

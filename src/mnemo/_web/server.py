@@ -118,7 +118,7 @@ def serve(config: "Config", *, host: str, port: int, tls_cert: str | None, tls_k
     stack.callback(listener.close)
     with stack:
         m = stack.enter_context(door.opened(config, create=True, notice=say))
-        serving = door.Serving(lambda: m, scope=config["scope"])
+        serving = door.Serving(lambda: m, scope=config["scope"], idle_after=2.0)
         info = {"version": version, "store": _URL_PASSWORD.sub(r"\1***@", config.db), "scope": config["scope"],
                 "scope_why": config.origins.get("scope"), "types": list(MEMORY_TYPES), "read_only": bool(config["read_only"]),
                 "model": config["model"]}

@@ -1,0 +1,1 @@
+"""``mnemo proxy``: an OpenAI-compatible server that adds memory to any chat client (see ``app``, ``server``)."""
