@@ -653,7 +653,7 @@ def test_doctor_all_ok_and_leaves_no_trace(m: Mnemo) -> None:
     assert all(set(c) == {"check", "status", "detail", "fix"} for c in checks)
     names = [c["check"] for c in checks]
     assert names == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "capture model", "network", "encryption",
-                     "conversion leftovers"]
+                     "sync folder", "conversion leftovers"]
     assert all(c["status"] == "ok" for c in checks), checks
     after = (m.stats(), m.export_text("jsonl", include_deleted=True))
     assert before[0]["all_records"] == after[0]["all_records"] == 1

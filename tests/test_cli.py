@@ -403,7 +403,7 @@ def test_doctor(cli, stocked: dict[str, dict], default_db: str) -> None:
     data = r.json()
     assert data["path"] == default_db
     assert [c["check"] for c in data["checks"]] == ["schema", "integrity", "model", "index model", "vectors", "write-probe", "capture model", "network", "encryption",
-                                                           "conversion leftovers"]
+                                                           "sync folder", "conversion leftovers"]
     assert all(c["status"] == "ok" for c in data["checks"])
     t = cli("doctor")
     assert t.code == 0 and "✓ schema" in t.out and "✓ write-probe" in t.out and "✗" not in t.out

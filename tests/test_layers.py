@@ -28,7 +28,7 @@ LAYERS: dict[str, int] = {
     "__init__": 6,  # the public Python API is a surface too: it re-exports the core's names
     "_settings": 5,  # settings and the front door: config → an open Mnemo
     "_core": 4,
-    "_lifecycle": 3, "_capture": 3, "_ingest": 3, "_privacy": 3, "_recall": 3,  # policies
+    "_lifecycle": 3, "_capture": 3, "_ingest": 3, "_privacy": 3, "_recall": 3, "_replica": 3,  # policies
     "_stores": 2, "_llm": 2,  # ports
     "_base": 1, "errors": 0,  # the ground floor; errors.py (the public error tree) under everything
 }

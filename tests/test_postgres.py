@@ -118,7 +118,7 @@ def test_a_second_owner_reads_nothing_of_another_owners_private_data(team: dict[
     tags, their history, links, postings and vectors, an ingested document, a session's injection
     log and state, LLM usage, a job, a purged memory's tombstone); bob, and the role that owns
     the tables, read none of it from any table — history written before the scope went private
-    included."""
+    included, and what sync keeps (versions, applied segments, the device's state)."""
     scope = "project:quokka-private"
     with Mnemo(team["bob"], embedder=FakeEmbedder()) as bob:
         team_note = bob.remember("the team deploys the api on thursdays", scope="global")
@@ -141,6 +141,15 @@ def test_a_second_owner_reads_nothing_of_another_owners_private_data(team: dict[
             assert alice.store.claim_job("capture:/home/alice/quokka.jsonl", "quokka-worker", at="2026-12-01T00:00:00Z",
                                          stale_before="2026-11-30T00:00:00Z")
         alice.purge([gone.id])
+        # sync with another of alice's devices: versions, applied segments and the device's state are hers
+        with Mnemo(tmp_path / "laptop.db", embedder=FakeEmbedder()) as laptop:
+            with laptop.store.transaction():
+                laptop.store.set_sync_value("device", "quokka-laptop")
+            laptop.remember("zanzibar quokka note from the laptop", scope=scope)
+            laptop.sync(tmp_path / "sync")
+        with alice.store.transaction():
+            alice.store.set_sync_value("device", "quokka-desk")
+        alice.sync(tmp_path / "sync", scopes=[scope])
         ctx = alice.context("zanzibar quokka salary", scope=scope, session="alice-quokka-session")
         assert ctx["log_id"] and ctx["memories"]
         conn = alice.store.conn
@@ -158,7 +167,7 @@ def test_a_second_owner_reads_nothing_of_another_owners_private_data(team: dict[
         purged = conn.execute("SELECT mem_visibility FROM events WHERE memory_id = %s AND kind = 'purged'", (gone.id,)).fetchall()
         assert purged == [("private",)]
     assert {"memories", "events", "relations", "embeddings", "memory_terms", "sources", "injections", "session_state",
-            "usage", "jobs", "private_scopes", "meta", "schema_migrations"} <= set(tables)
+            "usage", "jobs", "private_scopes", "meta", "schema_migrations", "sync_versions", "sync_applied", "sync_state"} <= set(tables)
     for role in ("bob", "owner"):
         with Mnemo(team[role], embedder=FakeEmbedder()) as other:
             conn = other.store.conn

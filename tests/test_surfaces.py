@@ -42,12 +42,16 @@ NOT_ON_MCP = {
     "activity": "weekly counts for a person's charts (the web app, `mnemo activity`); stats has the totals",
     "forget_source": "removes an ingested document, as ingest adds one: a person's command",
     "ingest_upload": "a browser's upload (bytes); a model has no file to hand over",
+    "sync": "reads and writes a shared folder the model names; a person's command (and the warm service's)",
+    "sync_status": "part of sync (--status)",
+    "merge": "reads another store the model names; a person's command",
 }
 #: operations with no CLI command of their own
 NOT_ON_CLI: dict[str, str] = {
     "salvage": "an option of doctor: `mnemo doctor --salvage NEW.db`",
     "forget_source": "an option of sources: `mnemo sources --forget KEY`",
     "ingest_upload": "the web app's upload of a file's bytes; the command line ingests the file itself (`mnemo ingest FILE`)",
+    "sync_status": "an option of sync: `mnemo sync --status`",
 }
 
 

@@ -65,7 +65,11 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
 
     with state.open() as m:
         door.share(state.config, m)  # the commands it runs (op "cli") use this warm store
-        service = _serve.Service(m, db, idle_seconds=idle_s, cli=_warm_cli)
+        every = None
+        if state.config["sync_dir"]:
+            folder, key = state.config["sync_dir"], state.key()
+            every = (300.0, lambda: m.sync(folder, key=key))
+        service = _serve.Service(m, db, idle_seconds=idle_s, cli=_warm_cli, every=every)
         service.acquire()
         if not state.as_json:
             _render.err.print(f"serving {db} on {service.sock_path} (exits after {idle_s:g} s idle)")

@@ -580,7 +580,7 @@ def demo_cmd(state: CLIState, keep: bool) -> None:
 
 
 # Feature command modules register themselves on import (capture, ingest, assistants).
-from . import ask, assist, capture, changes, ingest, team  # noqa: E402,F401
+from . import ask, assist, capture, changes, ingest, sync, team  # noqa: E402,F401
 
 # ---------------------------------------------------------------- entry point
 

@@ -23,6 +23,7 @@ import collections.abc
 import datetime
 import functools
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable
@@ -64,12 +65,13 @@ _RUNTIME: dict[Any, tuple[type, ...]] = {
     str: (str,), int: (int,), float: (int, float), bool: (bool,), dict: (dict,), type(None): (type(None),),
     datetime.datetime: (datetime.datetime,), list: (list,), tuple: (tuple,),
     collections.abc.Sequence: _SEQUENCES, collections.abc.Collection: _SEQUENCES,
+    os.PathLike: (os.PathLike,),  # a folder or file argument: a str or a Path, never None or a number
 }
 
 
 def _accepts(hint: Any) -> tuple[type, ...] | None:
     """The runtime classes an annotation admits, or None when it is too open to check (Any, an
-    Iterable that may be a generator, a path-like, a class of ours)."""
+    Iterable that may be a generator, a class of ours)."""
     if hint is Any or hint is object:
         return None
     origin = typing.get_origin(hint)

@@ -432,6 +432,16 @@ class MaintenanceOps:
             add("network", True, "no endpoint configured: nothing leaves this machine")
         add("encryption", True, "the store file is encrypted" if self.store.encrypted
             else "the store file is not encrypted (`mnemo encrypt` encrypts it at rest)")
+        from .._replica.folders import sync_tool_of
+
+        # one check on every backend (a server's store is no file a sync tool copies)
+        tool = None if is_url(self.store.url) else sync_tool_of(self.store.url)
+        add("sync folder", None if tool else True,
+            f"the store sits in a folder {tool} syncs: a live store copied while it is written forks or breaks" if tool
+            else ("a database server's store: no file for a sync tool to copy" if is_url(self.store.url)
+                  else "the store is not inside a folder a sync tool manages"),
+            "move the store out (`mnemo migrate --to NEW_PATH`, then use it with --db or MNEMO_DB) and share memory "
+            "with `mnemo sync FOLDER` on a folder inside the synced one")
         leftovers = self.store.conversion_leftovers()
         add("conversion leftovers", None if leftovers else True,
             "; ".join(leftovers) or "no half-made conversion or unconverted backup beside the store",

@@ -51,6 +51,7 @@ from .guard import guard_public
 from .ingest import IngestOps
 from .lifecycle import LifecycleOps, parse_expiry
 from .maintenance import MaintenanceOps
+from .sync import SyncOps
 
 #: what an item of ``recall_batch`` may hold
 _BATCH_KEYS = frozenset({"qid", "query", "scope", "k", "top_k", "now"})
@@ -69,7 +70,7 @@ _ANCHORS: dict[tuple[int, str], np.ndarray] = {}
 
 
 @guard_public  # the arguments every operation shares are checked at the edge (see guard.py)
-class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps):
+class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, SyncOps):
     """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
 
     ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with

@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -46,8 +47,13 @@ class Service:
     """A warm service for one open store (see the module docstring)."""
 
     def __init__(self, m: "Mnemo", db: str, *, idle_seconds: float = 600.0,
-                 cli: "Callable[[dict[str, Any]], dict[str, Any]] | None" = None):
+                 cli: "Callable[[dict[str, Any]], dict[str, Any]] | None" = None,
+                 every: "tuple[float, Callable[[], Any]] | None" = None):
         self.m = m
+        #: (seconds, work) run between requests that often, and once more when the service stops
+        #: (``mnemo sync`` of the setting ``sync_dir``)
+        self.every = every
+        self._last_periodic = time.monotonic()
         #: runs one ``mnemo`` command line on the warm store (given by the entry layer, which
         #: owns the command line: this surface must not import another)
         self.cli = cli
@@ -117,6 +123,8 @@ class Service:
                 try:
                     conn, _ = srv.accept()
                 except socket.timeout:
+                    if self.every is not None and time.monotonic() - self._last_periodic >= self.every[0]:
+                        self._periodic()
                     continue
                 except InterruptedError:
                     continue
@@ -129,9 +137,20 @@ class Service:
                 os.unlink(self.sock_path)
             except OSError:
                 pass
+            if self.every is not None:
+                self._periodic()  # the session's last changes reach the other devices
             signal.signal(signal.SIGTERM, old_term)
             self.release()
         return {"served": self.served, "seconds": round(time.monotonic() - started, 1), "db": self.db}
+
+    def _periodic(self) -> None:
+        """Run the periodic work; a failure is reported on stderr and the service goes on."""
+        self._last_periodic = time.monotonic()
+        assert self.every is not None
+        try:
+            self.every[1]()
+        except Exception as exc:  # sync must never take the hooks' service down
+            sys.stderr.write(f"mnemo serve: periodic work failed: {exc}\n")
 
     def release(self) -> None:
         if self._lock_fd is not None:

@@ -391,6 +391,45 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE private_scopes FORCE ROW LEVEL SECURITY;
         """,
     ),
+    (
+        5,
+        "sync with other devices: each memory's version, the segments applied, the device's state (each role's own)",
+        """
+        -- mnemo sync: per role, as each role syncs what it can see with its own devices
+        CREATE TABLE sync_versions (
+            owner     TEXT NOT NULL DEFAULT current_user,
+            memory_id TEXT NOT NULL,
+            hlc       TEXT NOT NULL,
+            base      TEXT,
+            origin    TEXT NOT NULL,
+            seq       BIGINT NOT NULL,
+            PRIMARY KEY (owner, memory_id)
+        );
+        CREATE TABLE sync_applied (
+            owner   TEXT NOT NULL DEFAULT current_user,
+            device  TEXT NOT NULL,
+            segment BIGINT NOT NULL,
+            sha256  TEXT NOT NULL,
+            at      TEXT NOT NULL,
+            PRIMARY KEY (owner, device, segment)
+        );
+        CREATE TABLE sync_state (
+            owner TEXT NOT NULL DEFAULT current_user,
+            key   TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (owner, key)
+        );
+        ALTER TABLE sync_versions ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE sync_versions FORCE ROW LEVEL SECURITY;
+        CREATE POLICY sync_versions_own ON sync_versions USING (owner = current_user) WITH CHECK (owner = current_user);
+        ALTER TABLE sync_applied ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE sync_applied FORCE ROW LEVEL SECURITY;
+        CREATE POLICY sync_applied_own ON sync_applied USING (owner = current_user) WITH CHECK (owner = current_user);
+        ALTER TABLE sync_state ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE sync_state FORCE ROW LEVEL SECURITY;
+        CREATE POLICY sync_state_own ON sync_state USING (owner = current_user) WITH CHECK (owner = current_user);
+        """,
+    ),
 ]
 
 #: run after every migration: the team shares the tables (row-level security keeps private rows

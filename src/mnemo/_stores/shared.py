@@ -224,6 +224,72 @@ class SharedStore:
         return {d: int(n) for d, n in self._rows(
             "SELECT substr(at, 1, 10), COUNT(*) FROM injections WHERE at >= ? GROUP BY substr(at, 1, 10)", (since,))}
 
+    # ------------------------------------------------------------ sync (mnemo sync)
+
+    def memories_to_sync(self, after_pk: int, limit: int) -> list[tuple[int, int, Memory]]:
+        """Memories (any status) whose state differs from the version sync last recorded for
+        them (none yet, or a ``seq`` that moved since; -1, purged, never), in pk order after
+        ``after_pk``: ``(pk, seq, memory)``. Compared row by row, not by a seq cursor: a seq is
+        not monotonic across purges on SQLite (MAX(seq) + 1 can come back)."""
+        cols = ", ".join(f"m.{c.strip()}" for c in MEMORY_COLUMNS.split(","))
+        return [(int(r[0]), int(r[1]), row_to_memory(r[2:])) for r in self._rows(
+            f"SELECT m.pk, m.seq, {cols} FROM memories m LEFT JOIN sync_versions v ON v.memory_id = m.id "
+            "WHERE m.pk > ? AND (v.memory_id IS NULL OR (v.seq <> m.seq AND v.seq <> -1)) ORDER BY m.pk LIMIT ?", (after_pk, int(limit)))]
+
+    def events_after(self, after_pk: int, kinds: Sequence[str], limit: int) -> list[tuple[int, str, str, str]]:
+        """Events of ``kinds`` after the event ``after_pk``, oldest first: ``(pk, memory_id, kind, at)``."""
+        return [(int(pk), mid, k, at) for pk, mid, k, at in self._rows(
+            f"SELECT pk, memory_id, kind, at FROM events WHERE pk > ? AND kind IN ({marks(len(kinds))}) ORDER BY pk LIMIT ?",
+            [after_pk, *kinds, int(limit)])]
+
+    def memories_after_pk(self, after_pk: int, limit: int) -> list[tuple[int, Memory]]:
+        """Memories (any status) in pk order after ``after_pk``: ``(pk, memory)``."""
+        return [(int(r[0]), row_to_memory(r[1:])) for r in self._rows(
+            f"SELECT pk, {MEMORY_COLUMNS} FROM memories WHERE pk > ? ORDER BY pk LIMIT ?", (after_pk, int(limit)))]
+
+    def memory_seq(self, memory_id: str) -> int:
+        """A memory's ``seq`` (0 when it is not in the store)."""
+        row = self._row("SELECT seq FROM memories WHERE id = ?", (memory_id,))
+        return 0 if row is None else int(row[0])
+
+    def embed_hashes(self, ids: Sequence[str]) -> dict[str, str]:
+        """``memory id → the hash its vector is stored under``."""
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start:start + 500])
+            out.update({mid: h for mid, h in self._rows(f"SELECT id, embed_hash FROM memories WHERE id IN ({marks(len(part))})", part)})
+        return out
+
+    def sync_value(self, key: str) -> str | None:
+        row = self._row("SELECT value FROM sync_state WHERE key = ?", (key,))
+        return None if row is None else str(row[0])
+
+    def set_sync_value(self, key: str, value: str) -> None:
+        self._run(f"INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT ({self._OWNER_KEY}key) DO UPDATE SET value = excluded.value",
+                  (key, value))
+
+    def sync_versions(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None, str, int]]:
+        """``memory id → (version, base, origin, seq)`` of the memories that have one."""
+        out: dict[str, tuple[str, str | None, str, int]] = {}
+        for start in range(0, len(ids), 500):
+            part = list(ids[start:start + 500])
+            out.update({mid: (hlc, base, origin, int(seq)) for mid, hlc, base, origin, seq in self._rows(
+                f"SELECT memory_id, hlc, base, origin, seq FROM sync_versions WHERE memory_id IN ({marks(len(part))})", part)})
+        return out
+
+    def set_sync_version(self, memory_id: str, hlc: str, base: str | None, origin: str, seq: int) -> None:
+        self._run("INSERT INTO sync_versions (memory_id, hlc, base, origin, seq) VALUES (?,?,?,?,?) "
+                  f"ON CONFLICT ({self._OWNER_KEY}memory_id) DO UPDATE SET hlc = excluded.hlc, base = excluded.base, "
+                  "origin = excluded.origin, seq = excluded.seq", (memory_id, hlc, base, origin, seq))
+
+    def sync_applied(self) -> dict[tuple[str, int], str]:
+        """The other devices' segments applied here: ``(device, number) → sha256``."""
+        return {(d, int(n)): sha for d, n, sha in self._rows("SELECT device, segment, sha256 FROM sync_applied")}
+
+    def mark_sync_applied(self, device: str, segment: int, sha256: str, at: str) -> None:
+        self._run(f"INSERT INTO sync_applied (device, segment, sha256, at) VALUES (?,?,?,?) ON CONFLICT ({self._OWNER_KEY}device, segment) "
+                  "DO NOTHING", (device, segment, sha256, at))
+
     # ------------------------------------------------------------ per-session state
 
     def get_session_value(self, session: str, key: str) -> Any:

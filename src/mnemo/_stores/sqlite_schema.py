@@ -172,4 +172,36 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        4,
+        "sync with other devices: each memory's version, the segments applied, the device's state",
+        """
+        -- the version of each memory as last written here or applied from another device
+        -- (mnemo sync): a hybrid-clock version, the version it was derived from, the device that
+        -- wrote it, and the memory's seq when it was recorded (-1: purged)
+        CREATE TABLE sync_versions (
+            memory_id TEXT PRIMARY KEY,
+            hlc       TEXT NOT NULL,
+            base      TEXT,
+            origin    TEXT NOT NULL,
+            seq       INTEGER NOT NULL
+        );
+        -- the other devices' segments applied here
+        CREATE TABLE sync_applied (
+            device  TEXT NOT NULL,
+            segment INTEGER NOT NULL,
+            sha256  TEXT NOT NULL,
+            at      TEXT NOT NULL,
+            PRIMARY KEY (device, segment)
+        );
+        -- this device's id, clock and cursors
+        CREATE TABLE sync_state (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
