@@ -117,6 +117,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, Syn
         self._threads = threads
         self._index: VectorIndex | None = None
         self._asked_cache: dict[str, tuple[int, float, list[int]]] = {}
+        self._query_cache: dict[tuple[str, str], np.ndarray] = {}
         self._anchor_vecs: tuple[str, np.ndarray] | None = None
         self._lock = threading.RLock()
 
@@ -183,6 +184,18 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, Syn
                 f"{emb.name} returned {vecs.shape[1]}-d vectors but the store's index is {stored_dim}-d; run `mnemo reindex`"
             )
         return vecs
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """A query's vector, remembered for the last few hundred queries: a search page asks the
+        same question again as its filters change, and embedding is most of a search's time."""
+        key = (self.embedder.name, query)
+        vec = self._query_cache.get(key)
+        if vec is None:
+            vec = self._embed([query], query=True)[0]
+            if len(self._query_cache) >= 256:
+                self._query_cache.pop(next(iter(self._query_cache)))
+            self._query_cache[key] = vec
+        return vec
 
     def _vectors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The embedding cache in front of the model: the texts' hashes, every vector by hash,
@@ -513,7 +526,7 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, Syn
             if mode != "fts":
                 self._check_model()
                 idx = self._fresh_index()
-                qvec = _qvec if _qvec is not None else self._embed([query], query=True)[0]
+                qvec = _qvec if _qvec is not None else self._query_vector(query)
                 baseline = float(np.mean(self._anchors() @ qvec))
                 cosines = dict(idx.search(qvec, k_cand, filters))  # every filter applied inside the scan
             if mode != "vector":
