@@ -404,3 +404,48 @@ def test_compaction_folds_a_devices_files_and_a_new_device_bootstraps_from_the_s
     assert state(a) == state(b) == state(c) and c.get(x.id).content == "The cache is Redis 10"
     for m in (a, b, c):
         m.close()
+
+
+def test_a_sync_cut_short_mid_apply_never_sends_back_what_it_received(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the kill benchmark: memories inserted before a kill, with their versions not yet
+    recorded, came back from the new device as its own, and every one was a false conflict."""
+    a, b = Mnemo(tmp_path / "a.db", embedder=FakeEmbedder()), Mnemo(tmp_path / "b.db", embedder=FakeEmbedder())
+    folder = tmp_path / "shared"
+    a.import_([{"content": f"fact {i} about host h{i}"} for i in range(300)])
+    a.sync(folder)
+    real, calls = b.store.set_sync_version, {"n": 0}
+
+    def dies_later(*args: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] > 200:  # the process dies in the second batch
+            raise KeyboardInterrupt
+        real(*args)
+
+    monkeypatch.setattr(b.store, "set_sync_version", dies_later)
+    with pytest.raises(KeyboardInterrupt):
+        b.sync(folder)
+    monkeypatch.setattr(b.store, "set_sync_version", real)
+    assert 0 < len(b.list(limit=1000)) < 300  # some batches are in
+    again = b.sync(folder)
+    assert again["pushed"] == 0 and len(b.list(limit=1000)) == 300
+    assert a.sync(folder)["conflicts"] == 0 and state(a) == state(b)
+
+
+def test_a_device_made_by_sync_records_the_model_and_passes_vectors_on(tmp_path: Path) -> None:
+    """Found by the kill benchmark: a store filled only by sync recorded no model, so what it
+    later sent carried no vectors and a third device had to embed everything."""
+    a, b, c = (Mnemo(tmp_path / f"{n}.db", embedder=FakeEmbedder()) for n in "abc")
+    folder = tmp_path / "shared"
+    for i in range(10):
+        a.remember(f"fact {i} about host h{i}")
+    a.sync(folder)
+    b.sync(folder)
+    assert b.stats()["model"] == a.stats()["model"] and b.stats()["vectors"] >= 10
+    b.remember("a fact b adds itself")
+    b.sync(folder)
+    b_dir = folder / b.sync_status(folder)["device"]
+    records = [r for f in b_dir.glob("*.seg") for r in seg.decode(f.read_bytes()).records]
+    assert records and all("vector" in r for r in records if r["op"] == "put")
+    before = c.embedder.calls
+    c.sync(folder)
+    assert c.embedder.calls == before and state(c) == state(b)

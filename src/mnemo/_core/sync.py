@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._base.models import Memory, embed_text, format_time, utcnow
 from .._replica import segments as seg
 from ..errors import InvalidInputError
@@ -303,7 +305,8 @@ class SyncOps:
         fields = {k: getattr(checked, k) for k in STATE_FIELDS if getattr(checked, k) != getattr(local, k)}
         fresh: dict[str, Any] = {}
         if "content" in fields or "metadata" in fields:
-            self._accept_vector(rec)
+            with self.store.transaction():
+                self._accept_vectors([rec])
             text = embed_text(checked)
             (h,), _, fresh = self._vectors([text])
             from .._base import text as _text
@@ -317,36 +320,42 @@ class SyncOps:
             if status != local.status or superseded_by != local.superseded_by:
                 self.store.set_status(local.id, status, superseded_by=superseded_by)
 
-    def _accept_vector(self: "Mnemo", rec: dict[str, Any]) -> None:
-        """Keep a shipped vector when it is this store's model (no re-embedding)."""
-        vec = rec.get("vector")
-        if not isinstance(vec, dict) or vec.get("model") != self.embedder.name:
-            return
-        try:
-            blob = base64.b64decode(vec["b64"])
-        except (ValueError, KeyError, TypeError):
-            return
+    def _accept_vectors(self: "Mnemo", records: list[dict[str, Any]]) -> None:
+        """Keep the shipped vectors that are of this store's model (no re-embedding), claiming the
+        model for a store that has none yet, as a first embedding would. Call inside a transaction."""
         dim = int(self.store.get_meta("dim") or 0)
-        if dim and len(blob) != 4 * dim:
-            return  # another dimension: embed here instead
-        with self.store.transaction():
-            self.store.put_embeddings(vec["model"], [(str(vec.get("hash")), len(blob) // 4, blob)])
+        fresh: dict[str, Any] = {}
+        for rec in records:
+            vec = rec.get("vector")
+            if not isinstance(vec, dict) or vec.get("model") != self.embedder.name:
+                continue
+            try:
+                arr = np.frombuffer(base64.b64decode(vec["b64"]), dtype=np.float32)
+            except (ValueError, KeyError, TypeError):
+                continue
+            if arr.size == 0 or (dim and arr.size != dim) or (fresh and arr.size != len(next(iter(fresh.values())))):
+                continue  # another dimension: embedded here instead
+            fresh[str(vec.get("hash"))] = arr
+        self._store_vectors(fresh)
 
     def _insert_new(self: "Mnemo", records: list[dict[str, Any]]) -> None:
-        """Insert memories new to this store as they were (id, times, status, history), in batches."""
+        """Insert memories new to this store as they were (id, times, status, history), in
+        batches; each batch's vectors, rows and sync versions commit together, so a sync killed
+        half-way keeps what it inserted and never takes it for this device's own new memories."""
         from .maintenance import _extra_fields
 
-        batch = []
-        for rec in records:
-            self._accept_vector(rec)
-            state = {**rec["memory"], "history": rec.get("history") or [], "links": []}
-            mem = self._prepare(state)
-            batch.append((mem, _extra_fields(state), True))
-        for start in range(0, len(batch), 128):
-            self._insert_prepared(batch[start:start + 128], cause="sync")
-        with self.store.transaction():
-            for rec in records:
-                self.store.set_sync_version(rec["id"], rec["hlc"], rec.get("base"), rec.get("origin") or "?", self.store.memory_seq(rec["id"]))
+        for start in range(0, len(records), 128):
+            part = records[start:start + 128]
+            batch = []
+            for rec in part:
+                state = {**rec["memory"], "history": rec.get("history") or [], "links": []}
+                batch.append((self._prepare(state), _extra_fields(state), True))
+            with self._lock, self.store.transaction():
+                self._accept_vectors(part)
+                self._insert_prepared(batch, cause="sync")
+                for rec in part:
+                    self.store.set_sync_version(rec["id"], rec["hlc"], rec.get("base"), rec.get("origin") or "?",
+                                                self.store.memory_seq(rec["id"]))
 
     def _apply_purges(self: "Mnemo", records: list[dict[str, Any]], purged_texts: set[str], report: dict[str, Any]) -> None:
         """Purge here what another device purged (one purge for the whole segment: each rewrites the file)."""
@@ -453,7 +462,8 @@ class SyncOps:
             with self.store.transaction():
                 self.store.replace_events(mem.id, _union(self.store.events(mem.id), rec["history"]))
             return
-        self._accept_vector(rec)
+        with self.store.transaction():
+            self._accept_vectors([rec])
         if mem.status != "active":
             from .maintenance import _extra_fields
 
