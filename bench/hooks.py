@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import mnemo  # noqa: E402,F401  before numpy, as every entry point
 from bench import _corpus  # noqa: E402
+from bench._readme import write_section  # noqa: E402
 from mnemo._hooks.client import request  # noqa: E402
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
-README = Path(__file__).resolve().parent / "README.md"
 START, END = "<!-- hooks:start -->", "<!-- hooks:end -->"
 
 
@@ -165,12 +165,7 @@ def main() -> None:
         f"The cold path loads e5 and the {args.size:,}-row vector index in every process."
         + (f" {args.note}" if args.note else "") + f"\n{END}\n"
     )
-    text = README.read_text("utf-8")
-    if START in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    README.write_text(text, "utf-8")
+    write_section(START, END, section)
 
 
 if __name__ == "__main__":

@@ -55,8 +55,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import mnemo  # noqa: E402,F401  before numpy, as every entry point
 from bench import _corpus  # noqa: E402
+from bench._readme import write_section  # noqa: E402
 
-README = Path(__file__).resolve().parent / "README.md"
 START, END = "<!-- proxy:start -->", "<!-- proxy:end -->"
 MARK = "[Background from earlier sessions"
 
@@ -342,12 +342,7 @@ def main() -> None:
         f"Latest run ({load_s}):\n\n{table}\n"
         + (f"\n{args.note}\n" if args.note else "") + f"{END}\n"
     )
-    text = README.read_text("utf-8")
-    if START in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    README.write_text(text, "utf-8")
+    write_section(START, END, section)
 
 
 if __name__ == "__main__":

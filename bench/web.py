@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import mnemo  # noqa: E402,F401  before numpy, as every entry point
 from bench import _corpus  # noqa: E402
+from bench._readme import write_section  # noqa: E402
 
-README = Path(__file__).resolve().parent / "README.md"
 START, END = "<!-- web:start -->", "<!-- web:end -->"
 CHROMIUM = os.environ.get("MNEMO_TEST_CHROMIUM") or "/usr/bin/chromium"
 
@@ -163,12 +163,7 @@ def main() -> None:
         f"{args.loads} first-visit page loads in headless Chromium. Latest run ({load_s}):\n\n{table}\n"
         + (f"\n{args.note}\n" if args.note else "") + f"{END}\n"
     )
-    text = README.read_text("utf-8")
-    if START in text:
-        text = text[: text.index(START)] + section + text[text.index(END) + len(END) + 1:]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    README.write_text(text, "utf-8")
+    write_section(START, END, section)
 
 
 if __name__ == "__main__":
