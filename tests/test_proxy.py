@@ -259,3 +259,41 @@ def test_the_capture_budgets_hold_on_every_surface(mnemo_home, monkeypatch) -> N
     monkeypatch.setenv("MNEMO_LLM_MAX_TOKENS_PER_DAY", "1234")
     with door.opened(config.load({}), create=True) as m:
         assert (m.llm_budget.max_calls_per_day, m.llm_budget.max_tokens_per_day) == (3, 1234)
+
+
+def test_a_burst_of_questions_is_embedded_in_one_batch(tmp_path) -> None:
+    """The proxy serves requests that arrive together together: one embedding call for the
+    waiting questions, then each recall finds its vector ready."""
+    from fake_embedder import FakeEmbedder
+
+    from mnemo import Mnemo
+
+    with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder()) as m:
+        m.remember("We decided to use PostgreSQL 16 for the orders database")
+        m.recall("warm up")  # the model's first call (anchors) is not a query's
+        questions = [f"which database for the orders, question {i}?" for i in range(20)]
+        before = m.embedder.calls
+        assert m.prepare_queries(questions + questions[:3] + ["", "   "]) == 20
+        assert m.embedder.calls == before + 1
+        blocks = [m.context(q, surface="proxy")["memories"] for q in questions]
+        assert m.embedder.calls == before + 1 and all(b and "PostgreSQL" in b[0]["content"] for b in blocks)
+
+
+def test_concurrent_requests_each_get_their_memories(proxy, upstream) -> None:
+    c = client(proxy)
+    errors: list[BaseException] = []
+
+    def ask(i: int) -> None:
+        try:
+            c.chat.completions.create(model="echo", messages=[{"role": "user", "content": f"orders database version, asked {i}?"}])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors
+    sent = [r for r in upstream.chats() if "asked" in r["json"]["messages"][-1]["content"]]
+    assert len(sent) == 10 and all("PostgreSQL 16 for the orders database" in injected(r) for r in sent)
