@@ -26,7 +26,6 @@ NOT_OPERATIONS = {
     "refresh": "the warm service's check between requests for a store file replaced under it",
     "queue_capture": "hands an exchange from ask, chat or the proxy to capture (auto is the operation)",
     "run_capture_queue": "captures the exchanges ask, chat and the proxy queued (auto is the operation)",
-    "prepare_queries": "embeds a burst of queries at once ahead of their recalls (the proxy); recall is the operation",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {

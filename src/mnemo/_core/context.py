@@ -12,7 +12,6 @@ every injection is written to the log (``mnemo log``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,6 @@ import numpy as np
 
 from .._base.models import Memory, format_time, parse_time, utcnow
 from .._base.tokens import estimate_tokens, has_cjk
-from .._recall.intent import salient_query
 from ..errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -234,38 +232,6 @@ class ContextOps:
         if fmt == "json":
             return json.dumps({"type": mem.type, "date": date, "source": label, "memory": content}, ensure_ascii=False)
         return f"- ({mem.type} · {date} · {label}) {content}"
-
-    # ------------------------------------------------------------ query vectors
-
-    def prepare_queries(self: "Mnemo", queries: Sequence[str]) -> int:
-        """Embed several queries at once, ahead of the recalls that will ask for them (the proxy
-        gathers a burst of requests: one batch costs far less than one call each); returns how
-        many were embedded. A query that is empty or all private is left to recall to refuse."""
-        todo: dict[tuple[str, str], str] = {}
-        for query in queries:
-            clean = self._clean_query(query) if isinstance(query, str) and query.strip() else ""
-            if clean:
-                q = salient_query(clean)
-                if (self.embedder.name, q) not in self._query_cache:
-                    todo[(self.embedder.name, q)] = q
-        if todo:
-            for key, vec in zip(todo, self._embed(list(todo.values()), query=True)):
-                if len(self._query_cache) >= 256:
-                    self._query_cache.pop(next(iter(self._query_cache)))
-                self._query_cache[key] = vec
-        return len(todo)
-
-    def _query_vector(self: "Mnemo", query: str) -> np.ndarray:
-        """A query's vector, remembered for the last few hundred queries: a search page asks the
-        same question again as its filters change, and embedding is most of a search's time."""
-        key = (self.embedder.name, query)
-        vec = self._query_cache.get(key)
-        if vec is None:
-            vec = self._embed([query], query=True)[0]
-            if len(self._query_cache) >= 256:
-                self._query_cache.pop(next(iter(self._query_cache)))
-            self._query_cache[key] = vec
-        return vec
 
     # ------------------------------------------------------------ log and session switches
 

@@ -185,6 +185,18 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, Syn
             )
         return vecs
 
+    def _query_vector(self, query: str) -> np.ndarray:
+        """A query's vector, remembered for the last few hundred queries: a search page asks the
+        same question again as its filters change, and embedding is most of a search's time."""
+        key = (self.embedder.name, query)
+        vec = self._query_cache.get(key)
+        if vec is None:
+            vec = self._embed([query], query=True)[0]
+            if len(self._query_cache) >= 256:
+                self._query_cache.pop(next(iter(self._query_cache)))
+            self._query_cache[key] = vec
+        return vec
+
     def _vectors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The embedding cache in front of the model: the texts' hashes, every vector by hash,
         and the ones just computed, which the caller stores inside its write transaction with

@@ -74,8 +74,6 @@ class ProxyApp:
         self.s = settings
         self.queue = settings.home / "capture-queue"
         self._keys: tuple[float, list[clients.ClientKey], dict[str, str]] = (-1.0, [], {})
-        self._waiting: list[tuple[str, str, Any]] = []
-        self._waiting_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.captured = 0
@@ -203,32 +201,10 @@ class ProxyApp:
         return request, json.dumps({**request, "messages": with_memory(request["messages"], block)}, ensure_ascii=False).encode()
 
     def _recall(self, query: str, mem_scope: str) -> dict[str, Any]:
-        """Recall for one request (in a worker thread). Requests that arrive together are served
-        together: whoever gets the store first embeds every waiting question in one batch and
-        recalls for each, so a burst of twenty does not queue twenty embeddings one by one."""
-        from concurrent.futures import Future
-
-        done: Future[dict[str, Any]] = Future()
-        with self._waiting_lock:
-            self._waiting.append((query, mem_scope, done))
-        self.serving.call(self._recall_waiting)
-        return done.result()
-
-    def _recall_waiting(self) -> None:
-        with self._waiting_lock:
-            batch, self._waiting = self._waiting, []
-        if not batch:
-            return  # served with an earlier batch
-        m = self.serving.mnemo()
-        try:
-            m.prepare_queries([q for q, _, _ in batch])
-        except Exception as exc:  # each recall below embeds (and fails) on its own
-            log.warning("batch embedding failed: %s", exc)
-        for query, mem_scope, done in batch:
-            try:
-                done.set_result(m.context(query, scope=mem_scope, budget_tokens=self.s.budget_tokens, top_k=self.s.top_k, surface="proxy"))
-            except Exception as exc:
-                done.set_exception(exc)
+        def run() -> dict[str, Any]:
+            return self.serving.mnemo().context(query, scope=mem_scope, budget_tokens=self.s.budget_tokens, top_k=self.s.top_k,
+                                                surface="proxy")
+        return self.serving.call(run)  # type: ignore[return-value]
 
     async def _forward(self, scope: Scope, send: Send, headers: dict[str, str], body: bytes, *, origin: str | None,
                        exchange: tuple[dict[str, Any], str] | None) -> None:
