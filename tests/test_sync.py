@@ -449,3 +449,25 @@ def test_a_device_made_by_sync_records_the_model_and_passes_vectors_on(tmp_path:
     before = c.embedder.calls
     c.sync(folder)
     assert c.embedder.calls == before and state(c) == state(b)
+
+
+def test_links_to_a_memory_from_a_file_applied_later_are_made_when_it_arrives(tmp_path: Path) -> None:
+    """Found by CI: a device applying b's file before a's dropped b's link to a's memory
+    (device folders are read in name order, and ids are random)."""
+    a, b, c = (Mnemo(tmp_path / f"{n}.db", embedder=FakeEmbedder()) for n in "abc")
+    folder = tmp_path / "shared"
+    x = a.remember("The payments service is written in Go")
+    a.sync(folder)
+    b.sync(folder)
+    y = b.remember("The payments service runs on three hosts")
+    with b.store.transaction():
+        b.store.add_relation(y.id, x.id, "related", 0.7)
+    b.edit(y.id, tags=["ops"])  # the link travels with y's next version
+    b.sync(folder)
+    a_dir = folder / a.sync_status(folder)["device"]
+    hidden = tmp_path / "later"
+    shutil.move(str(a_dir), hidden)  # c sees b's file first, a's after
+    c.sync(folder)
+    shutil.move(str(hidden), a_dir)
+    c.sync(folder)
+    assert {r["id"] for r in c.related(y.id)} == {x.id} and state(c) == state(b)

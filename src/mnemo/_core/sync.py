@@ -253,14 +253,33 @@ class SyncOps:
                     links.append((rec["id"], rec.get("links") or []))
             if new:
                 self._insert_new(new)
-            present = self.store.existing_ids([src for src, _ in links])
-            self._restore_links([(src, out) for src, out in links if src in present and out])
             with self.store.transaction():
+                self._link([(src, out) for src, out in links if out])
                 self.store.mark_sync_applied(dev, n, segment.sha256, format_time(utcnow()))
             report["segments_applied"] += 1
             report["records_applied"] += len(segment.records)
         if progress:
             progress(len(todo), len(todo))
+
+    def _link(self: "Mnemo", links: list[tuple[str, list[dict[str, Any]]]]) -> None:
+        """Make the links records carry; one whose other end has not arrived yet (its device's
+        files come later, or in a later sync) waits in the sync state and is made when it does,
+        so the links end the same whatever order the files are applied in. Call inside a transaction."""
+        waiting = json.loads(self.store.sync_value("pending_links") or "[]")
+        wanted = waiting + [[src, link.get("to"), link.get("kind"), link.get("strength", 0.5)] for src, out in links for link in out
+                            if isinstance(link, dict) and isinstance(link.get("to"), str)]
+        if not wanted:
+            return
+        ends = list({e for src, to, _, _ in wanted for e in (src, to)})
+        present = self.store.existing_ids(ends)
+        gone = {mid for mid, v in self.store.sync_versions(ends).items() if v[3] == -1}
+        still = []
+        for src, to, kind, strength in wanted:
+            if src in present and to in present:
+                self.store.add_relation(src, to, str(kind), float(strength))
+            elif src not in gone and to not in gone:
+                still.append([src, to, kind, strength])
+        self.store.set_sync_value("pending_links", json.dumps(still[-100_000:]))
 
     def _apply_put(self: "Mnemo", rec: dict[str, Any], device: str, report: dict[str, Any]) -> bool:
         """Merge one memory's version into this store; True when it is new here (inserted later, in a batch)."""
