@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from .._llm.stream import last_user_text, reply_text, with_memory
 from .._settings import clients
-from .._settings.listen import host_header_ok
+from .._settings.listen import host_header_ok, read_body
 from ..errors import MnemoError
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class ProxyApp:
         self.captured = 0
         self._worker = threading.Thread(target=self._capture_loop, name="mnemo-proxy-capture", daemon=True)
 
-    # ------------------------------------------------------------ lifespan and the capture thread
+    # ------------------------------------------------------------ the capture thread
 
     def start(self) -> None:
         """Start capturing in the background (queued exchanges left by an earlier run first)."""
@@ -109,15 +109,7 @@ class ProxyApp:
     # ------------------------------------------------------------ requests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # uvicorn runs it with lifespan off: only HTTP comes
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         origin = headers.get("origin")
@@ -140,7 +132,7 @@ class ProxyApp:
                 "a browser page needs a proxy key" if origin else "this proxy needs a proxy key on every request")
             await _error(send, 401, f"mnemo proxy: {why} (mnemo proxy key add --scope …)", "invalid_api_key", origin=origin)
             return
-        body = await _body(receive)
+        body = await read_body(receive, headers, MAX_BODY)
         if body is None:
             await _error(send, 413, "mnemo proxy: the request body is too large", "too_large", origin=origin)
             return
@@ -325,19 +317,6 @@ def _cors(origin: str | None) -> list[tuple[bytes, bytes]]:
     if not origin:
         return []
     return [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
-
-
-async def _body(receive: Receive) -> bytes | None:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 def is_loopback(host: str) -> bool:
@@ -65,3 +67,23 @@ def host_header_ok(host: str | None, port: int) -> bool:
     except ValueError:
         return False
     return True
+
+
+async def read_body(receive: Callable[[], Awaitable[dict[str, Any]]], headers: dict[str, str], limit: int) -> bytes | None:
+    """An ASGI request's body, or None when it is over ``limit`` bytes: refused from its declared
+    length before reading, or as soon as what arrived passes the limit."""
+    try:
+        if int(headers.get("content-length") or 0) > limit:
+            return None
+    except ValueError:
+        return None
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from .._settings.listen import read_body
 from ..errors import InvalidInputError, MnemoError, NotFoundError, StoreError
 from . import api
 from .security import HEADERS, Gate
@@ -71,10 +72,7 @@ class WebApp:
         self._openapi = json.dumps(api.openapi(version), ensure_ascii=False).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # uvicorn runs it with lifespan off: only HTTP comes
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         method, path = scope["method"], scope["path"]
@@ -89,15 +87,6 @@ class WebApp:
             await _send_error(send, 405, "MethodNotAllowed", f"{method} is not allowed here")
         else:
             await self._file(path, send, head=method == "HEAD")
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     # ------------------------------------------------------------ the API
 
@@ -122,7 +111,7 @@ class WebApp:
                               f"no API route {method} {path}" if status == 404 else f"{method} is not allowed on {path}")
             return
         limit = api.MAX_UPLOAD_BYTES if route.upload else api.MAX_JSON_BYTES
-        body = await _read_body(receive, headers, limit)
+        body = await read_body(receive, headers, limit)
         if body is None:
             await _send_error(send, 413, "TooLarge", f"the request body is over {limit // (1024 * 1024)} MB")
             return
@@ -212,25 +201,6 @@ def _cookies(header: str) -> dict[str, str]:
         if k:
             out[k] = v
     return out
-
-
-async def _read_body(receive: Receive, headers: dict[str, str], limit: int) -> bytes | None:
-    """The request body, or None when it is over ``limit`` bytes (stopped reading there)."""
-    try:
-        if int(headers.get("content-length") or 0) > limit:
-            return None
-    except ValueError:
-        return None
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
 
 
 def _headers(extra: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
