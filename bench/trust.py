@@ -40,7 +40,7 @@ CLASSES = ("restate", "adds_detail", "other_subject", "update", "related", "unre
 SEPARATE = ("adds_detail", "other_subject", "related", "unrelated")
 SAME_THING = ("restate", "adds_detail", "update", "related")  # a related link between these is right
 LANGS = ("en", "zh", "mixed", "cross")
-TUNE, HELD_OUT = tuple("abcdefghijklmnopqr"), ()
+TUNE, HELD_OUT = tuple("abcdefghijklmnopqrstu"), tuple("vwx")
 TARGETS = {"false_hide_rate": ("≤", 0.005), "merge_recall": ("≥", 0.7), "supersede_precision": ("≥", 0.97),
            "supersede_recall": ("≥", 0.8), "link_precision": ("≥", 0.85)}
 

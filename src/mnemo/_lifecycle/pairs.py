@@ -36,6 +36,8 @@ _ID_WORDS = frozenset(
     module day lesson unit episode room floor level story test exercise question problem
     queue grade class ward bed rack lane gate dock route shift zone bay aisle building cabinet slot
     ticket issue pr consumer agent shard node replica instance group round iteration epoch phase wave cohort version release
+    station terminal counter desk register kiosk restaurant store shop branch site plant farm substation turbine freezer fridge
+    oven truck van lab tier region warehouse
     no number # 记录 备忘 任务 第 条 次 组 号 期 轮 批 周 版 章 节 步 项 工单 编号 序号 节点 分片 实例""".split()
 )
 #: a Chinese word ending in one of these, before a number, names an item of a series (行动项 3, 工单 12)
@@ -71,7 +73,8 @@ _CONTRAST_HAN = tuple(w for w in _CONTRAST_OF if not w.isascii())
 _CHANGE = re.compile(
     r"改|换|迁|挪到|切到|切换|替换|取代|代替|升级|降级|调到|调整|调成|提高到|降到|降低到|增加到|减少到|延长|缩短|推迟|提前|不再|已下线|下线了|弃用|停用|废弃|现在|如今|从.{0,12}起"
     r"|\b(?:now|no longer|any ?more|switch\w*|mov(?:e|ed|ing) (?:to|off|from|over)|migrat\w*|replac\w*|instead|upgrad\w*|downgrad\w*|bump\w*"
-    r"|chang\w*|stopp?\w*|retir\w*|deprecat\w*|dropp?\w*|raised|lowered|increased|decreased|reduced|extended|postponed|moved|went|from now on|these days|since)\b",
+    r"|chang\w*|stopp?\w*|retir\w*|deprecat\w*|dropped|raised|lowered|increased|decreased|reduced|extended|postponed|moved|went|from now on|these days|since"
+    r"|starting (?:on |from )?(?:today|tomorrow|this|next|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun|\d)|effective|as of|onwards?)\b",
 )
 _NUM = re.compile(r"^v?\d[\d.,:/x%]*$")
 _NAMEISH = re.compile(r"[a-z].*\d|\d.*[a-z]|[._/@:-]")  # ids, hosts, paths, versions: db-staging.internal, a-1021
@@ -120,12 +123,13 @@ def tokens(text: str) -> tuple[Tok, ...]:
     """The statement's content tokens in order (numbers, names, words); stop words dropped."""
     cased = _simplified(unicodedata.normalize("NFKC", text)).replace("%", " percent ")  # the tokenizer drops "%": keep it as a unit
     # capitalised where no sentence starts: a name even in English ("the staging Postgres")
-    capitalised = {m.group(0) for m in re.finditer(r"[A-Z][\w.+#-]*", cased)
-                   if m.group(0) != "I" and cased[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", "。", "！", "？", "\n")}
+    capitalised = {m.group(0).rstrip(".-") for m in re.finditer(r"[A-Z][\w.+#-]*", cased)  # "…by Marta Kowalski."
+                   if m.group(0) != "I" and (cased[: m.start()].rstrip()[-1:] not in ("", ".", "!", "?", "。", "！", "？", "\n")
+                                             or _TITLE.search(cased[: m.start()]))}
     out: list[Tok] = []
     prev = ""
     for raw in _text._split(cased, search_mode=False):
-        raw = raw.strip(".,;:!?，。；：！？()（）[]【】\"'`“”‘’$€£¥￥")
+        raw = re.sub(r"['’]s$", "", raw.strip(".,;:!?，。；：！？()（）[]【】\"'`“”‘’$€£¥￥"))  # Bruno's is Bruno
         r = raw.lower()
         if not r:
             continue
@@ -146,8 +150,14 @@ def tokens(text: str) -> tuple[Tok, ...]:
             out.append(Tok(key, kind, ""))
         prev = r if r not in ("的", "the", ":", "：") else prev
     # a number before 号 / 班 / 年级 … is an item of a series too (the word after it names the series)
-    return tuple(Tok(t.key, t.kind, t.id_of or nxt.key) if t.kind == "num" and not t.id_of and nxt.key in _ID_AFTER else t
-                 for t, nxt in zip(out, (*out[1:], Tok("", "word", ""))))
+    # …unless a month stands before it: "3 月 15 号" is a date
+    return tuple(Tok(t.key, t.kind, t.id_of or nxt.key) if t.kind == "num" and not t.id_of and nxt.key in _ID_AFTER
+                 and prv.key != "月" else t
+                 for prv, t, nxt in zip((Tok("", "word", ""), *out[:-1]), out, (*out[1:], Tok("", "word", ""))))
+
+
+#: a title before a name ends no sentence: "Dr. Lindqvist" is a name
+_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sr|Jr)\.\s*$")
 
 
 def _simplified(text: str) -> str:
@@ -321,10 +331,11 @@ _RETIRES = (
     re.compile(r"\b(?:no longer(?: use| uses| using| run| runs| rely on| need| on)?|moved (?:\w+ ){0,3}?(?:off|away from)|migrated (?:\w+ ){0,3}?(?:off|away from)"
                r"|stopped(?: using| running)?|stop using|got rid of|switched (?:\w+ )?(?:away )?from|instead of|rather than|replac(?:ed|ing))"
                r"\s+(?:the |our |all )?(?P<x>[\w.+#/-]+(?: [\w.+#/-]+){0,2})"),
-    re.compile(r"(?P<x>[\w.+#/-]+(?: [\w.+#/-]+)?) (?:is|was|were|are|has been|have been|got) (?:retired|deprecated|removed|decommissioned|shut down|replaced|dropped)"),
+    re.compile(r"(?P<x>[\w.+#/-]+(?: [\w.+#/-]+)?) (?:is|was|were|are|has been|have been|got) (?:retired|deprecated|removed|decommissioned|shut down|replaced|dropped|archived)"),
     re.compile(r"(?:不再|停止|停用|弃用|废弃|放弃|不用|淘汰)(?:使用|用|采用|放|走|跑|在)?\s*(?P<x>[^，。；,;！!？?\s]{1,12})"),
-    re.compile(r"(?P<x>[\w.+#/-]+|[\u4e00-\u9fff]{2,6})\s*(?:那边|集群|这边)?\s*(?:已经?|被|也)?(?:下线|停用|弃用|废弃|退役|淘汰)"),
-    re.compile(r"(?P<x>[\w.+#/-]{2,}|[\u4e00-\u9fff]{2,6})\s*(?:那边|这边)?\s*(?:已经?)?不再(?=[\u4e00-\u9fff])"),  # 钉钉群不再接收
+    re.compile(r"(?P<x>[\w.+#/-]+|[\u4e00-\u9fff]{2,6})\s*(?:那边|集群|这边)?\s*(?:已经?|被|也)?\s*(?:下线|停用|弃用|废弃|退役|淘汰)"),
+    re.compile(r"(?P<x>[\w.+#/-]+|[\u4e00-\u9fff]{2,6})\s*(?:已经?|被)\s*(?:归档|archived?\b)"),  # X 已经 archive 了, not "超过 5 年的归档"
+    re.compile(r"(?P<x>[\w.+#/-]{2,}(?: [\w.+#/-]{2,})?|[\u4e00-\u9fff]{2,6})\s*(?:那边|这边)?\s*(?:已经?)?不再(?=[\u4e00-\u9fff])"),  # 钉钉群不再接收
 )
 
 
@@ -368,7 +379,7 @@ def value_swap(old: str, new: str, d: Diff | None = None) -> str | None:
         return None
     words_a = [t for t in d.only_old if t.kind != "num"]
     words_b = [t for t in d.only_new if t.kind != "num"]
-    if d.overlap < 0.5 or len(words_a) > 2 or len(words_b) > 2 or _new_things(old, new, d):
+    if d.overlap < 0.5 or len(words_a) > 2 or len(words_b) > 2 or _new_things(old, new, d, when_ok=True):
         return None  # another thing beside the new number (Redis port → Postgres port) is another subject
     return f"{' '.join(a_num)} → {' '.join(b_num)}"
 
@@ -428,16 +439,21 @@ def _numbers_with_unit(text: str) -> list[tuple[str, str]]:
 _UNIT_OF = {w: u.split()[0] for u in (
     "mb 兆", "gb", "kb", "tb", "ms 毫秒", "second sec 秒 s", "minut min 分钟", "hour hr 小时 h", "day 天", "week 周", "month 个月 月",
     "year 年", "% percent", "dollar usd 美元", "元 rmb cny 块", "core 核", "node 节点 台", "gpu 卡 张", "pod", "request 次 请求",
+    "hz 赫兹", "khz", "mhz", "ghz", "kv 千伏", "kw 千瓦", "mw 兆瓦", "kwh", "kbit", "mbit", "gbit",
 ) for w in u.split()}
 
 
 #: a change with its new value: 迁移到 X, 改用 X, switched to X, now runs on X …
 _MOVES = re.compile(
-    r"(?:迁移到|迁到|迁移至|改用|改为|改成|改到|改投|改由|换成|换用|换到|切换到|切到|转到|转用|搬到|升级到|替换为|替换成|挪到|调到|调成|调整为|调整到|推迟到|提前到|延期到)"
-    r"|\b(?:switched|moved|migrated|changed|upgraded|transitioned|converted|bumped|raised|lowered|increased|decreased|reduced|extended|postponed)"
-    r"(?: \S+){0,3}? (?:to|onto|over to)\b|\bupgrade (?:to|到)"
+    r"(?:迁移到|迁到|迁移至|改用|改为|改成|改到|改投|改由|换成|换用|换到|切换到|切到|转到|转用|搬到|升级到|替换为|替换成|挪到|调到|调成|调整为|调整到|推迟到|提前到|延期到"
+    r"|交给|交由|移交给|转交给|接手|现在由|现在改|现在(?:都|统一|全部)?(?:用|是|发到|走|归|在)|从.{0,8}起)"
+    r"|\b(?:switch|migrate|move|upgrade|change)\w* ?(?:到|成)"  # code-mixed: 已经 switch 到 GreenWare
+    r"|\b(?:switched|moved|migrated|changed|upgraded|transitioned|converted|bumped|raised|lowered|increased|decreased|reduced|extended|postponed"
+    r"|finished (?:upgrading|migrating|moving|switching)|handed|hands)"
+    r"(?: \S+){0,5}? (?:to|onto|over to)\b|\bupgrade (?:to|到)"
+    r"|\b(?:taken|takes|took) over as\b|\b(?:is|are) now\b"
     r"|\b(?:goes|went|gone|rises|rose|drops|dropped|falls|fell) (?:up |down )?to\b"
-    r"|\bnow (?:use|uses|runs? on|lives? in|built (?:with|on)|hosted on|deployed (?:on|to))\b"
+    r"|\bnow (?:use|uses|runs? on|lives? in|built (?:with|on)|builds? (?:with|on)|hosted on|deployed (?:on|to))\b"
 )
 _ADDS = re.compile(r"\b(?:also|too|as well|additionally|in addition)\b|也|同时|还要|并且")
 
@@ -457,17 +473,27 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     # a day, a time or another member of a parallel set is when or where, not what: "集群分区维护到周五" and
     # "周五晚上的家教改成线上" share only 周五
     shared = {k for k in shared if k not in _CONTRAST_OF and not any(m in k for m in _CONTRAST_HAN)}
-    if d.cross:
-        shared = {k for k in shared if any(t.key == k and t.kind != "word" for t in a)}  # only names cross languages
+    if d.cross:  # only names cross languages (a name at the start of a sentence is one in the other statement)
+        shared = {k for k in shared if any(t.key == k and t.kind != "word" for t in (*a, *b))}
     nouns_old, nouns_new = _han_nouns(old), _han_nouns(new)
     norm_new = _simplified(_text.normalize(new))
     # what old names that new no longer does, and a name, number or Chinese noun new brings (Zendesk → 飞书服务台)
-    gone = [t.key for t in d.only_old if (t.kind != "word" or t.key in nouns_old) and not t.id_of and t.key not in norm_new]
-    came = [t.key for t in d.only_new if (t.kind != "word" or t.key in nouns_new) and not t.id_of and t.key not in norm_old]
+    # (a Han word by substring: jieba may cut it apart differently; a name by token: BP-Staff is gone in BP-Staff-5G)
+    keys_old, keys_new = {t.key for t in a}, {t.key for t in b}
+    gone = [t.key for t in d.only_old if (t.kind != "word" or t.key in nouns_old) and not t.id_of
+            and (t.key not in norm_new if _text.has_han(t.key) else t.key not in keys_new)]
+    came = [t.key for t in d.only_new if (t.kind != "word" or t.key in nouns_new) and not t.id_of
+            and (t.key not in norm_old if _text.has_han(t.key) else t.key not in keys_old)]
     if d.cross:  # every word of the other language is "gone" and "come": only names and numbers tell a move
         gone = [k for k in gone if any(t.key == k and t.kind != "word" for t in a)]
         came = [k for k in came if any(t.key == k and t.kind != "word" for t in b)]
     if not (shared - set(came) and gone and came):
+        return None
+    # what is moved is named before the verb: a Chinese noun there that old never names is another
+    # thing, and the shared word only where both happen ("东湖变电站…阈值 85℃" / "东湖边的团建活动改到下周六")
+    verb = _MOVES.search(_simplified(_text.normalize(new)).lower())
+    before = _simplified(_text.normalize(new))[: verb.start()] if verb else ""
+    if not d.cross and any(n not in norm_old and n not in _CONTRAST_OF for n in _han_nouns(before)):
         return None
     return f"{' '.join(gone)} → {' '.join(came)}"
 
@@ -493,8 +519,9 @@ def shares_topic(old: str, new: str) -> bool:
     thing" do; a high cosine between "Invoices are generated on the 1st" and "The staging
     database is refreshed every Monday" is only the model's sense of one project's register."""
     # one Han character (写, 跑) or a two-letter word says too little to name a topic
-    a = {t.key for t in tokens(old) if len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word"}
-    b = {t.key for t in tokens(new) if len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word"}
+    # …and a unit is no topic ("sampled at 50 Hz" / "显示器刷新率 60 Hz")
+    a = {t.key for t in tokens(old) if (len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word") and t.key not in _UNIT_OF}
+    b = {t.key for t in tokens(new) if (len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word") and t.key not in _UNIT_OF}
     if a & b:
         return True
     if _text.has_han(old) == _text.has_han(new):
@@ -517,6 +544,8 @@ def replaces(old: str, new: str, d: Diff | None = None, *, close: bool = True) -
         return None  # new names nothing old does not: it cannot bring a new value
     if other_subject(old, new, d):
         return None  # another subject of one template replaces nothing
+    if not shares_topic(old, new):
+        return None  # nothing named in common: a unit or a verb alone ("50 Hz" / "…换成 4K，60 Hz") is no subject
     conflict = detect_conflict(old, new)
     if conflict is not None and not _enumerates(conflict.reason, conflict.detail):
         return conflict.detail, conflict.reason != "new_value" or announces_change(new) or d.overlap >= 0.6
@@ -541,6 +570,9 @@ def _enumerates(reason: str, detail: str) -> bool:
     return len(head) >= 2 and head[-2].casefold().lstrip("#") in _ID_WORDS | {""}
 
 
+_MONTH_KEYS = frozenset("jan feb mar apr may jun jul aug sep oct nov dec".split())
+
+
 @lru_cache(maxsize=4096)
 def _han_nouns(text: str) -> frozenset[str]:
     """The Chinese nouns of a statement (jieba's part-of-speech tags n*, vn): what it talks about.
@@ -552,10 +584,11 @@ def _han_nouns(text: str) -> frozenset[str]:
     return frozenset(w.lower() for w, tag in rjieba.tag(cased) if (tag.startswith("n") or tag == "vn") and _text.has_han(w))
 
 
-def _new_things(old: str, new: str, d: Diff) -> bool:
+def _new_things(old: str, new: str, d: Diff, *, when_ok: bool = False) -> bool:
     """Does ``new`` name a thing ``old`` does not: a name, or a Chinese noun (checked by substring:
-    jieba may cut the same noun apart differently in the two)?"""
-    if any(t.kind == "name" for t in d.only_new):
+    jieba may cut the same noun apart differently in the two)? With ``when_ok`` a month or a day
+    is no thing: "…is $24.99 starting May 1" says when a value changes."""
+    if any(t.kind == "name" and not (when_ok and (t.key[:3] in _MONTH_KEYS or t.key in _CONTRAST_OF)) for t in d.only_new):
         return True
     norm_old = _simplified(_text.normalize(old))
     return any(t.key in _han_nouns(new) and t.key not in norm_old for t in d.only_new)
