@@ -339,6 +339,9 @@ _RETIRES = (
 )
 
 
+_SET_ASIDE = re.compile(r"\b(?:over|rather than|instead of|not)\s+(?:the |our )?(?P<x>[\w.+#/-]+(?: [\w.+#/-]+)?)|(?:而不是|而非|不用)\s*(?P<y>[^，。；,;\s]{1,8})")
+
+
 def retires(old: str, new: str, d: Diff | None = None) -> str | None:
     """``new`` retires something ``old`` states (it names it after "no longer", "moved off",
     "已下线", "不再用" …) and the two share a subject besides it: the retired thing, else None."""
@@ -347,10 +350,12 @@ def retires(old: str, new: str, d: Diff | None = None) -> str | None:
         return None  # old is itself a negation ("we don't use X"), or new only plans the change
     norm = _text.normalize(new).lower()
     old_keys = {t.key for t in tokens(old)}
+    # what old itself puts aside ("prefers email over Slack") is not retired by new saying so again
+    rejected = {t.key for m in _SET_ASIDE.finditer(_text.normalize(old).lower()) for t in tokens(m.group("x") or m.group("y"))}
     for pattern in _RETIRES:
         for m in pattern.finditer(norm):
             x = [t for t in tokens(m.group("x")) if t.kind != "num" or len(t.key) > 1]
-            hit = [t for t in x if t.key in old_keys]
+            hit = [t for t in x if t.key in old_keys and t.key not in rejected]
             if not hit:
                 continue
             rest = old_keys & {t.key for t in tokens(new)} - {t.key for t in hit}
@@ -458,6 +463,17 @@ _MOVES = re.compile(
 _ADDS = re.compile(r"\b(?:also|too|as well|additionally|in addition)\b|也|同时|还要|并且")
 
 
+#: who hands something over in a handover: the old holder, though the new statement still names them
+_GIVERS = tuple(re.compile(p) for p in (
+    r"(?P<x>[\w.-]+(?: [\w.-]+)?) (?:has |had )?hand(?:ed|s) ",
+    r"\b(?:took|takes|taken|taking) over (?:\S+ ){0,5}?from (?P<x>[\w.-]+(?: [\w.-]+)?)",
+    r"\bsince (?P<x>[\w.-]+) (?:left|moved|retired)",
+    r"(?P<x>[\w.-]+) (?:left|has left|is leaving|went on leave|is on (?:\w+ )?leave)\b",
+    r"从(?P<x>[^，。；,;\s]{1,8}?)(?:变更为|改为|换成|改成|变成|换为|调整为)",
+    r"(?P<x>[\u4e00-\u9fff]{2,4}|[\w.-]+)\s*(?:调岗|离职|休假|休产假|不再负责|卸任|交接给|移交给|转交给|改做|改任)",
+))
+
+
 def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     """``new`` moves the subject of ``old`` to a new value ("CI 迁移到了 GitHub Actions" after "CI 跑在
     Jenkins 上"): a change verb, a subject word or name both share, a name of ``old`` that ``new``
@@ -487,6 +503,10 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
     if d.cross:  # every word of the other language is "gone" and "come": only names and numbers tell a move
         gone = [k for k in gone if any(t.key == k and t.kind != "word" for t in a)]
         came = [k for k in came if any(t.key == k and t.kind != "word" for t in b)]
+    # a handover still names the one who goes ("Tom handed … over to Priya", "从刘洋变更为孙悦", "陈老师调岗了")
+    givers = {t.key for p in _GIVERS for m in p.finditer(norm) for t in tokens(m.group("x"))} & keys_old
+    gone += [k for k in givers if k not in gone]
+    shared -= givers
     if not (shared - set(came) and gone and came):
         return None
     # what is moved is named before the verb: a Chinese noun there that old never names is another
