@@ -44,7 +44,7 @@ from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
 from .._stores.open import open_store
-from ..errors import EmbedderError, InvalidInputError, ModelMismatchError, NotFoundError, StoreError
+from ..errors import InvalidInputError, NotFoundError, StoreError
 from .capture import CaptureOps
 from .context import ContextOps
 from .guard import guard_public
@@ -52,6 +52,7 @@ from .ingest import IngestOps
 from .lifecycle import LifecycleOps, parse_expiry
 from .maintenance import MaintenanceOps
 from .sync import SyncOps
+from .vectors import VectorOps
 
 #: what an item of ``recall_batch`` may hold
 _BATCH_KEYS = frozenset({"qid", "query", "scope", "k", "top_k", "now"})
@@ -70,7 +71,7 @@ _ANCHORS: dict[tuple[int, str], np.ndarray] = {}
 
 
 @guard_public  # the arguments every operation shares are checked at the edge (see guard.py)
-class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, SyncOps):
+class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, SyncOps):
     """A memory store: ``Mnemo("~/notes.db")`` or ``Mnemo("/path/to/store.db", model="use")``.
 
     ``model`` names the embedder (``e5`` default, ``use``, ``openai:<model>`` with
@@ -157,73 +158,6 @@ class Mnemo(MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, ContextOps, Syn
         if self._embedder is None:
             self._embedder = make_embedder(self._model_name, base_url=self._embed_base_url, threads=self._threads)
         return self._embedder
-
-    def _check_model(self) -> None:
-        """Refuse to mix vectors of two models; the store remembers which one built its index."""
-        stored = self.store.get_meta("embedder")
-        name = self.embedder.name
-        if stored is not None and stored != name:
-            raise ModelMismatchError(
-                f"this store's index was built with {stored}; the configured model is {name}. "
-                f"Run `mnemo reindex` to rebuild the index with the configured model, or select the store's model (--model)"
-            )
-
-    def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
-        emb = self.embedder
-        try:
-            vecs = emb.embed_queries(texts) if query else emb.embed_passages(texts)
-        except EmbedderError:
-            raise
-        except Exception as exc:  # an engine failure is an embedder error, not a traceback
-            raise EmbedderError(f"embedding with {emb.name} failed: {exc}") from exc
-        stored_dim = self.store.get_meta("dim")
-        if vecs.shape[0] != len(texts):
-            raise EmbedderError(f"{emb.name} returned {vecs.shape[0]} vectors for {len(texts)} texts")
-        if stored_dim is not None and vecs.shape[1] != int(stored_dim) and self.store.get_meta("embedder") == emb.name:
-            raise EmbedderError(
-                f"{emb.name} returned {vecs.shape[1]}-d vectors but the store's index is {stored_dim}-d; run `mnemo reindex`"
-            )
-        return vecs
-
-    def _query_vector(self, query: str) -> np.ndarray:
-        """A query's vector, remembered for the last few hundred queries: a search page asks the
-        same question again as its filters change, and embedding is most of a search's time."""
-        key = (self.embedder.name, query)
-        vec = self._query_cache.get(key)
-        if vec is None:
-            vec = self._embed([query], query=True)[0]
-            if len(self._query_cache) >= 256:
-                self._query_cache.pop(next(iter(self._query_cache)))
-            self._query_cache[key] = vec
-        return vec
-
-    def _vectors(self, texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The embedding cache in front of the model: the texts' hashes, every vector by hash,
-        and the ones just computed, which the caller stores inside its write transaction with
-        :meth:`_store_vectors` (each distinct text is embedded once)."""
-        hashes = [_text.text_hash(t) for t in texts]
-        cached = self.store.get_embeddings(self.embedder.name, hashes)
-        todo = list(dict.fromkeys(h for h in hashes if h not in cached))
-        fresh: dict[str, np.ndarray] = {}
-        if todo:
-            text_of = dict(zip(hashes, texts))
-            fresh = dict(zip(todo, self._embed([text_of[h] for h in todo], query=False)))
-        vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in cached.items()}
-        vectors.update(fresh)
-        return hashes, vectors, fresh
-
-    def _store_vectors(self, fresh: dict[str, np.ndarray]) -> None:
-        """Store newly computed vectors (inside a transaction), claiming the model on the first."""
-        if fresh:
-            dim = len(next(iter(fresh.values())))
-            self._claim_model(dim)
-            self.store.put_embeddings(self.embedder.name, [(h, dim, v.tobytes()) for h, v in fresh.items()])
-
-    def _claim_model(self, dim: int) -> None:
-        """Record the model identity on the first vector written (inside a transaction)."""
-        if self.store.get_meta("embedder") is None:
-            self.store.set_meta("embedder", self.embedder.name)
-            self.store.set_meta("dim", str(dim))
 
     # ------------------------------------------------------------ remember
 
