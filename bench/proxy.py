@@ -177,24 +177,29 @@ def stop_proxy(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def recall_in_process(db: Path, rounds: list[list[str]], threads: int) -> tuple[list[tuple[float, float]], int]:
-    """Per-round (p50, p95) seconds of ``Mnemo.context`` with the warm e5 model (the proxy's call),
-    and the embedding threads it used."""
+def recall_in_process(db: Path, rounds: list[list[str]], threads: int) -> tuple[list[tuple[float, float]], list[tuple[float, float]], int]:
+    """Per-round (p50, p95) seconds of ``Mnemo.context(record=False)`` with the warm e5 model (the
+    proxy's call before it forwards), the same of ``record_context`` (what it does meanwhile), and
+    the embedding threads it used."""
     from mnemo import Mnemo
 
     m = Mnemo(db, model="e5", scope=_corpus.QUERY_SCOPE, create=False, threads=threads or None)
     try:
         for q in _corpus.queries()[:5]:
             m.context(q, budget_tokens=400, top_k=5, surface="proxy")
-        out = []
+        out, rec = [], []
         for qs in rounds:
-            t = []
+            t, w = [], []
             for q in qs:
                 t0 = time.perf_counter()
-                m.context(q, budget_tokens=400, top_k=5, surface="proxy")
-                t.append(time.perf_counter() - t0)
+                found = m.context(q, budget_tokens=400, top_k=5, surface="proxy", record=False)
+                t1 = time.perf_counter()
+                m.record_context(found, surface="proxy")
+                t.append(t1 - t0)
+                w.append(time.perf_counter() - t1)
             out.append((_pct(t, 0.5), _pct(t, 0.95)))
-        return out, int(getattr(m.embedder, "_threads", 0))
+            rec.append((_pct(w, 0.5), _pct(w, 0.95)))
+        return out, rec, int(getattr(m.embedder, "_threads", 0))
     finally:
         m.close()
 
@@ -220,6 +225,11 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--note", default="", help="a sentence on the run's conditions, added to bench/README.md")
     args = ap.parse_args()
+    from mnemo._recall.embed import idle_cores
+
+    # the product's choice, made once here while the machine is quiet, for both the proxy and the
+    # in-process recall (the proxy would make it as its model loads, under this script's load)
+    args.embed_threads = args.embed_threads or idle_cores()
 
     src = _corpus.build_store(args.size, log=lambda s: print(s, file=sys.stderr))
     tmp = Path(tempfile.mkdtemp(prefix="mnemo-proxy-"))
@@ -227,8 +237,7 @@ def main() -> None:
     shutil.copyfile(src, work)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update(MNEMO_HOME=str(tmp / "home"), MNEMO_DB=str(work), MNEMO_MODEL="e5", MNEMO_SCOPE=_corpus.QUERY_SCOPE)
-    if args.embed_threads:
-        env["MNEMO_EMBED_THREADS"] = str(args.embed_threads)
+    env["MNEMO_EMBED_THREADS"] = str(args.embed_threads)
     os.environ.update(env)
     prompts = _corpus.queries()
     round_qs = [prompts[5 + r * args.queries: 5 + (r + 1) * args.queries] for r in range(args.rounds)]
@@ -247,9 +256,7 @@ def main() -> None:
             direct, through = _conn(up.url), _conn(proxy_url)
             # warm-up: the proxy opens the store and loads the model on its first recall (which
             # may miss the recall budget); go on until a call came back with memories, 5 at least
-            from mnemo._recall.embed import idle_cores
-
-            proxy_threads = args.embed_threads or idle_cores()  # what the proxy picks as its first recall loads the model
+            proxy_threads = args.embed_threads
             for i, q in enumerate(prompts[:30]):
                 warm.append(_ttfb(through, _chat(q))[0])
                 _ttfb(direct, _chat(q))
@@ -287,7 +294,7 @@ def main() -> None:
             direct.close()
             through.close()
             stop_proxy(proc)
-        recall, rec_threads = recall_in_process(work, round_qs, args.embed_threads)
+        recall, recording, rec_threads = recall_in_process(work, round_qs, args.embed_threads)
     finally:
         if proc is not None:
             stop_proxy(proc)
@@ -297,6 +304,7 @@ def main() -> None:
         return " / ".join(f"{statistics.median(r[name][k] for r in rounds) * 1000:.1f} ms" for k in (0, 1))
 
     rec = " / ".join(f"{statistics.median(x[k] for x in recall) * 1000:.1f} ms" for k in (0, 1))
+    logged = " / ".join(f"{statistics.median(x[k] for x in recording) * 1000:.1f} ms" for k in (0, 1))
     ok = min(s[0] for s in streams)
     wall = statistics.median(s[1] for s in streams) * 1000
     first = statistics.median(s[3] for s in streams) * 1000
@@ -311,7 +319,8 @@ def main() -> None:
         f"| first byte through the proxy (recall + forward) | {med('p')} | — |",
         f"| first byte straight from the upstream | {med('d')} | — |",
         f"| added latency with recall off (`X-Mnemo-Recall: off`: forwarding alone) | {med('add_off')} | — |",
-        f"| `Mnemo.context` in-process, warm e5 on {rec_threads} thread(s), same store and questions (recall alone) | {rec} | — |",
+        f"| `Mnemo.context(record=False)` in-process, warm e5 on {rec_threads} thread(s), same store and questions (recall alone) | {rec} | — |",
+        f"| `Mnemo.record_context` (access counts and the `mnemo log` entry, written while the answer streams) | {logged} | — |",
         f"| proxied calls that got a memory block | {injected} / {n} | — |",
         f"| {args.streams} concurrent streams (10 ms between events): replies exactly their own, worst round; wall time and slowest first byte, medians "
         f"| {ok} / {args.streams}; {wall:.0f} ms, {first:.0f} ms | {args.streams} / {args.streams}, no mixing |",
@@ -323,7 +332,7 @@ def main() -> None:
     load_s = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     print(table)
     print(load_s)
-    print(f"proxy's embedding threads ≈ {proxy_threads} (idle cores when its model loaded); proxy start {started:.1f} s; warm-up first-byte times through the proxy: " + ", ".join(f"{w * 1000:.0f} ms" for w in warm))
+    print(f"embedding threads {proxy_threads} (the idle cores at the start of the run); proxy start {started:.1f} s; warm-up first-byte times through the proxy: " + ", ".join(f"{w * 1000:.0f} ms" for w in warm))
     problems = [p for s in streams + streams_off for p in s[2]]
     for line in problems[:10] + [f"proxy stderr: {s}" for s in stderr[-10:] if not s.startswith("point a chat client")]:
         print(line)
@@ -337,7 +346,7 @@ def main() -> None:
         f"through the proxy with recall off, in rotating order over three kept-alive connections; timed from sending the request to the first "
         f"body byte; medians of the per-round p50/p95. The proxy opens a new connection to the upstream per request, so its added latency "
         f"includes that; the fake upstream answers with TCP_NODELAY and a 128-deep listen backlog, as real servers do. The proxy's "
-        f"embedding engine ran on ≈ {proxy_threads} thread(s) (the idle cores as its model loaded). Then {args.streams} threads stream "
+        f"embedding engine ran on {proxy_threads} thread(s) (the idle cores at the start of the run, the same for the in-process recall). Then {args.streams} threads stream "
         f"distinct replies through the proxy at once (and again with recall off), each checked to be exactly its own. "
         f"Latest run ({load_s}):\n\n{table}\n"
         + (f"\n{args.note}\n" if args.note else "") + f"{END}\n"

@@ -26,6 +26,7 @@ NOT_OPERATIONS = {
     "refresh": "the warm service's check between requests for a store file replaced under it",
     "queue_capture": "hands an exchange from ask, chat or the proxy to capture (auto is the operation)",
     "run_capture_queue": "captures the exchanges ask, chat and the proxy queued (auto is the operation)",
+    "record_context": "the second half of context(record=False), for the proxy that answers first (context is the operation)",
 }
 #: operations deliberately left out of MCP, and why
 NOT_ON_MCP = {

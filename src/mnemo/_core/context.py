@@ -98,6 +98,7 @@ class ContextOps:
         surface: str = "cli",
         extra_ids: list[str] | None = None,
         now: str | datetime | None = None,
+        record: bool = True,
     ) -> dict[str, Any]:
         """The working memory for a prompt, rendered for a model.
 
@@ -109,7 +110,9 @@ class ContextOps:
         ``json`` (one JSON object per line) inside the wrapper. ``extra_ids`` are memories to
         consider again first (re-injection after compaction). Returns ``text`` (empty when
         nothing applies), ``memories`` (each with ``label``, ``tokens`` and ``reason``),
-        ``tokens``, ``paused`` and the log entry's ``log_id``."""
+        ``tokens``, ``paused``, the ``query`` as searched (private spans removed), the ``scope``
+        and the log entry's ``log_id``. ``record=False`` leaves the counting and the log to
+        :meth:`record_context`, for a surface that answers first (the proxy)."""
         if format not in ("text", "json"):
             raise InvalidInputError(f"format must be text or json, not {format!r}")
         if not 1 <= int(top_k) <= 50:
@@ -120,7 +123,8 @@ class ContextOps:
             raise InvalidInputError("query is empty")
         session = session.strip() if isinstance(session, str) and session.strip() else None
         result: dict[str, Any] = {"text": "", "memories": [], "tokens": 0, "paused": False, "session": session,
-                                  "kind": "key" if query is None else "prompt", "log_id": None}
+                                  "kind": "key" if query is None else "prompt", "query": None, "scope": scope or self.scope,
+                                  "log_id": None}
         if query is not None:
             from .capture import strip_private
 
@@ -128,6 +132,7 @@ class ContextOps:
             query = self._clean_query(strip_private(query)).strip()
             if not query:
                 return result
+            result["query"] = query
         if self.is_paused(session):
             result["paused"] = True
             return result
@@ -161,20 +166,32 @@ class ContextOps:
             chosen.append(item)
         if not chosen:
             return result
-        ids = [c["id"] for c in chosen]
         result.update(text="\n".join([start, *lines, end]), memories=chosen, tokens=used)
+        if record:
+            self.record_context(result, surface=surface, now=now)
+        return result
+
+    def record_context(self: "Mnemo", result: dict[str, Any], *, surface: str = "cli",
+                       now: str | datetime | None = None) -> str | None:
+        """Count the memories of a rendered context (a :meth:`context` result) as accessed, mark
+        them injected into its session and log the injection; the log entry's id (also put in
+        ``result["log_id"]``), or None when nothing was injected or the store is read-only."""
+        chosen = result.get("memories") or []
+        if not chosen or getattr(self.store, "read_only", False):  # a read-only store still answers; it keeps no log
+            return None
+        ids = [c["id"] for c in chosen]
+        session = result.get("session")
         stamp = format_time(parse_time(now) if now else utcnow())
-        if getattr(self.store, "read_only", False):  # a read-only store still answers; it keeps no log
-            return result
         with self.store.transaction():
             if session:
+                seen = set(self._session_list(session, "injected"))
                 self.store.set_session_value(session, "injected", sorted(seen | set(ids)), stamp)
             self.store.touch(ids, stamp)
             result["log_id"] = self.store.log_injection(
-                at=stamp, session=session, surface=surface, query=query, memory_ids=ids,
-                data={"kind": result["kind"], "tokens": used, "scope": scope or self.scope,
+                at=stamp, session=session, surface=surface, query=result.get("query"), memory_ids=ids,
+                data={"kind": result.get("kind"), "tokens": result.get("tokens"), "scope": result.get("scope") or self.scope,
                       "reasons": {c["id"]: c["reason"] for c in chosen}})
-        return result
+        return result["log_id"]
 
     def _reinjection(self: "Mnemo", extra_ids: list[str], key: list[tuple[Memory, str, dict[str, Any] | None]], *,
                      session: str | None, top_k: int) -> list[tuple[Memory, str, dict[str, Any] | None]]:

@@ -146,10 +146,10 @@ class ProxyApp:
             forward["authorization"] = f"Bearer {self.s.upstream_key}"
         mem_scope = client.scope if client is not None else (headers.get("x-mnemo-scope") or self.s.scope)
         chat = scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/chat/completions"
-        request = None
+        request, found = None, None
         if chat:
-            request, body = await self._with_memory(body, mem_scope, headers)
-        await self._forward(scope, send, forward, body, origin=origin,
+            request, body, found = await self._with_memory(body, mem_scope, headers)
+        await self._forward(scope, send, forward, body, origin=origin, found=found,
                             exchange=(request, mem_scope) if chat and request is not None else None)
 
     def _client(self, presented: str) -> clients.ClientKey | None:
@@ -166,22 +166,24 @@ class ProxyApp:
             self._keys = (mtime, keys, digests)
         return clients.lookup(self._keys[1], self._keys[2], presented)
 
-    async def _with_memory(self, body: bytes, mem_scope: str, headers: dict[str, str]) -> tuple[dict[str, Any] | None, bytes]:
+    async def _with_memory(self, body: bytes, mem_scope: str,
+                           headers: dict[str, str]) -> tuple[dict[str, Any] | None, bytes, dict[str, Any] | None]:
         """The request with the memory block added (recalled within the budget), or as it came
-        when it is not a chat request mnemo can read, or recall fails or is late."""
+        when it is not a chat request mnemo can read, or recall fails or is late; and the context
+        injected, still to be recorded (see ``_forward``)."""
         import anyio
         import anyio.to_thread
 
         try:
             request = json.loads(body)
         except (ValueError, UnicodeDecodeError):
-            return None, body  # the upstream will say what is wrong with it
+            return None, body, None  # the upstream will say what is wrong with it
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
-            return None, body
+            return None, body, None
         query = last_user_text(request["messages"])
         if not query or headers.get("x-mnemo-recall", "").lower() in ("0", "off", "false", "no"):
-            return request, body
-        block = ""
+            return request, body, None
+        block, found = "", None
         with anyio.move_on_after(self.s.recall_seconds):
             try:
                 found = await anyio.to_thread.run_sync(self._recall, query, mem_scope, abandon_on_cancel=True)
@@ -189,19 +191,28 @@ class ProxyApp:
             except Exception as exc:  # recall must never stop the request: it goes on without memories
                 log.warning("recall failed, the request goes on without memories: %s", exc)
         if not block:
-            return request, body
-        return request, json.dumps({**request, "messages": with_memory(request["messages"], block)}, ensure_ascii=False).encode()
+            return request, body, None
+        return request, json.dumps({**request, "messages": with_memory(request["messages"], block)}, ensure_ascii=False).encode(), found
 
     def _recall(self, query: str, mem_scope: str) -> dict[str, Any]:
         def run() -> dict[str, Any]:
+            # recorded (accessed, logged) once the request is on its way: the write is not on the first byte's path
             return self.serving.mnemo().context(query, scope=mem_scope, budget_tokens=self.s.budget_tokens, top_k=self.s.top_k,
-                                                surface="proxy")
+                                                surface="proxy", record=False)
         return self.serving.call(run)  # type: ignore[return-value]
 
+    def _note_injected(self, found: dict[str, Any]) -> None:
+        """Log what was injected (``mnemo log``) and count it as accessed; a failure costs the log line only."""
+        try:
+            self.serving.call(lambda: self.serving.mnemo().record_context(found, surface="proxy"))
+        except Exception as exc:
+            log.warning("could not log the injected memories: %s", exc)
+
     async def _forward(self, scope: Scope, send: Send, headers: dict[str, str], body: bytes, *, origin: str | None,
-                       exchange: tuple[dict[str, Any], str] | None) -> None:
-        """Send the request upstream and its answer back as it arrives; queue the exchange for
-        capture when the answer is complete."""
+                       exchange: tuple[dict[str, Any], str] | None, found: dict[str, Any] | None = None) -> None:
+        """Send the request upstream and its answer back as it arrives, recording the injected
+        context (``found``) meanwhile, before the answer ends; queue the exchange for capture
+        when the answer is complete."""
         import anyio
         import anyio.to_thread
 
@@ -217,6 +228,8 @@ class ProxyApp:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: anyio.to_thread.run_sync(upstream, abandon_on_cancel=True))
+            if found is not None:
+                tg.start_soon(lambda: anyio.to_thread.run_sync(self._note_injected, found))
             started = False
             try:
                 async with rx:
