@@ -98,6 +98,8 @@ def main() -> None:
     # every hook process compile mnemo's modules from source, ~40 ms)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(MNEMO_HOME=str(tmp / "home"), MNEMO_DB=str(work), MNEMO_MODEL="e5")
+    if os.environ.get("MNEMO_EMBED_THREADS"):  # a fixed thread count for the service, to compare
+        env["MNEMO_EMBED_THREADS"] = os.environ["MNEMO_EMBED_THREADS"]
     prompts = _corpus.queries()
     load_before = os.getloadavg()[0]
     service = None
