@@ -123,6 +123,36 @@ def test_first_hook_starts_the_service_detached_and_it_goes_away(store: Path, tm
     assert _wait(gone, timeout=10), "orphan service process"
 
 
+def test_a_model_command_typed_at_a_terminal_leaves_a_service_starting(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pexpect
+
+    monkeypatch.setenv("MNEMO_SERVE_IDLE_SECONDS", "2")
+    # from a script (no terminal): in-process, and no service is left behind
+    r = subprocess.run([MNEMO, "save", "Redis is the cache in front of the orders API"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    time.sleep(1.5)
+    assert not service_running(str(store)) and request(str(store), {"op": "ping"}) is None
+    # typed at a terminal: in-process too, and as it exits it starts the service for the next one
+    child = pexpect.spawn(MNEMO, ["save", "Kafka carries the order events"], env=dict(os.environ), encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert _wait(lambda: request(str(store), {"op": "ping"}) is not None), "the command did not start a service"
+    child = pexpect.spawn(MNEMO, ["search", "order events"], env=dict(os.environ), encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and "Kafka" in (child.before or "")
+    assert _wait(lambda: not service_running(str(store)), timeout=30), "the service did not exit when idle"
+    # MNEMO_NO_SERVICE (and serve_idle_seconds = 0) keep the terminal's commands in-process
+    monkeypatch.setenv("MNEMO_NO_SERVICE", "1")
+    child = pexpect.spawn(MNEMO, ["save", "Nightly backups run at 03:00 UTC"], env=dict(os.environ), encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    time.sleep(1.5)
+    assert not service_running(str(store))
+
+
 def test_a_stale_socket_is_replaced(store: Path) -> None:
     path = socket_path(str(store))
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -249,10 +249,39 @@ def one_thread(config: Any) -> None:
 
 # ---------------------------------------------------------------- the CLI's fast path
 
+
+def _start_after(path: str, model: str | None) -> None:
+    """Start the store's warm service once this command has run in-process (at exit, so the two
+    do not load the model at once), when a person typed it at a terminal: a script's or a test's
+    commands never leave a service behind. ``serve_idle_seconds = 0`` turns it off."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return
+    try:
+        from .._settings import config as _config
+
+        idle = float(_config.load({"db": path})["serve_idle_seconds"])
+    except Exception:
+        return
+    if idle <= 0 or service_running(path) or not _can_lock(path):
+        return
+    import atexit
+
+    def start() -> None:
+        try:
+            if not service_running(path):
+                start_service(path, idle, model=model)
+        except OSError:
+            pass  # the next command runs in-process, as this one did
+
+    atexit.register(start)
+
 #: commands the warm service runs for the command line when one serves the store: those a
 #: person or a script runs often and that need the model (or the open store) but no terminal
 WARM_COMMANDS = frozenset({"save", "search", "context", "auto", "show", "recent", "list", "stats", "history", "edit", "forget",
                            "restore", "confirm", "review", "log"})
+#: …of which these load the model in-process: typed at a terminal with no service, they leave one
+#: starting as they exit, so the next command finds the model loaded (as the first hook does)
+MODEL_COMMANDS = frozenset({"save", "search", "context", "auto"})
 #: how long the command line waits for the service to answer a command it has sent
 CLI_TIMEOUT = 600.0
 #: environment variables sent along besides ``MNEMO_*`` (its home, time zone and terminal); the
@@ -310,6 +339,8 @@ def cli_main(argv: list[str]) -> int | None:
         return None
     sock_path = live_socket(path)
     if sock_path is None:
+        if argv[index] in MODEL_COMMANDS:
+            _start_after(path, given["model"])
         return None
     rest = argv[index + 1:]
     stdin = None

@@ -84,7 +84,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("context_top_k", 5, int, "most memories injected per prompt by mnemo context and the assistant hooks"),
     Setting("context_budget_tokens", 400, int, "token budget of an injected context block (estimated offline; session start gets 1.5x)"),
     Setting("mcp_consolidate_apply", False, _bool, "let an assistant apply consolidate through MCP (default: it can only preview)"),
-    Setting("serve_idle_seconds", 600.0, float, "the warm service (mnemo serve) exits after this long unused; 0: hooks never start it"),
+    Setting("serve_idle_seconds", 600.0, float, "the warm service (mnemo serve) exits after this long unused; 0: hooks and commands typed at a terminal never start it"),
     Setting("sync_dir", "", _path, "a folder shared by your devices (Syncthing, Dropbox, iCloud…): mnemo sync's default; the warm service syncs every 5 minutes"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
