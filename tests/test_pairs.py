@@ -37,6 +37,10 @@ from mnemo._lifecycle.pairs import adds_nothing, other_facts, other_subject, rep
     ("Backports to the v2 branch need a second approval from Priya.", "Backports to the v3 branch need a second approval from Priya."),
     ("v1.x 分支的 CI 只跑 Node 18 一个 job。", "v2.x 分支的 CI 只跑 Node 18 一个 job。"),
     ("Dock door 12 is reserved for refrigerated trailers on Mondays.", "Dock door 12 is reserved for refrigerated trailers on Thursdays."),
+    # a subject named before "now" / 现在 is still the subject, not the new value
+    ("Server 1 is up and serving traffic.", "Server 2 is now up and serving traffic."),
+    ("The staging database is on Postgres 15.", "The production database is now on Postgres 16."),
+    ("我们用 Jenkins 部署后端。", "前端现在用 Vercel 部署。"),
     # held-out split s: once superseded ("keeps dropping" was read as a retirement, "station" was no series word)
     ("The POS terminal at bar station 1 keeps dropping off the network after 9 pm.",
      "The POS terminal at bar station 2 keeps dropping off the network after 9 pm."),

@@ -37,7 +37,7 @@ _ID_WORDS = frozenset(
     queue grade class ward bed rack lane gate dock route shift zone bay aisle building cabinet slot
     ticket issue pr consumer agent shard node replica instance group round iteration epoch phase wave cohort version release
     station terminal counter desk register kiosk restaurant store shop branch site plant farm substation turbine freezer fridge
-    oven truck van lab tier region warehouse
+    oven truck van lab tier region warehouse server host machine printer camera
     no number # 记录 备忘 任务 第 条 次 组 号 期 轮 批 周 版 章 节 步 项 工单 编号 序号 节点 分片 实例""".split()
 )
 #: a Chinese word ending in one of these, before a number, names an item of a series (行动项 3, 工单 12)
@@ -224,15 +224,19 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
       字段是 deleted_at" / "用户表的…"), unless the new one announces a change.
     """
     d = d or diff(old, new)
-    if moves(new) and not moves(old):
-        return None  # "the review moved to room 5": the numbered thing is the new value, not another subject
+    # "the review moved to room 5": a numbered thing after the change verb is the new value, not
+    # another subject; one before it is what the statement is about ("Server 2 is now up")
+    verb = _MOVES.search(_text.normalize(new)) if not moves(old) else None
+    subject_ids = {t.id_of for t in tokens(_text.normalize(new)[: verb.start()]) if t.id_of} if verb else None
     a_ids = {(t.id_of, t.key) for t in tokens(old) if t.id_of}
     b_ids = {(t.id_of, t.key) for t in tokens(new) if t.id_of}
     words_a = {t.id_of for t in tokens(old) if t.id_of}
     for w in words_a & {t.id_of for t in tokens(new) if t.id_of}:
+        if subject_ids is not None and w not in subject_ids:
+            continue
         if {k for i, k in a_ids if i == w} != {k for i, k in b_ids if i == w}:
             return f"another {w}"
-    if d.cross and a_ids and b_ids and {k for _, k in a_ids} != {k for _, k in b_ids}:
+    if d.cross and not verb and a_ids and b_ids and {k for _, k in a_ids} != {k for _, k in b_ids}:
         return "another item of a series"  # "Action item 2" / "行动项 3": the series word is in two languages
     ca, cb = _contrasts(old), _contrasts(new)
     # "每周例会不再放在周一，改到周二下午": new names old's member (周一) in the same breath as a change;
