@@ -249,32 +249,6 @@ def one_thread(config: Any) -> None:
 
 # ---------------------------------------------------------------- the CLI's fast path
 
-
-def _start_after(path: str, model: str | None) -> None:
-    """Start the store's warm service once this command has run in-process (at exit, so the two
-    do not load the model at once), when a person typed it at a terminal: a script's or a test's
-    commands never leave a service behind. ``serve_idle_seconds = 0`` turns it off."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return
-    try:
-        from .._settings import config as _config
-
-        idle = float(_config.load({"db": path})["serve_idle_seconds"])
-    except Exception:
-        return
-    if idle <= 0 or service_running(path) or not _can_lock(path):
-        return
-    import atexit
-
-    def start() -> None:
-        try:
-            if not service_running(path):
-                start_service(path, idle, model=model)
-        except OSError:
-            pass  # the next command runs in-process, as this one did
-
-    atexit.register(start)
-
 #: commands the warm service runs for the command line when one serves the store: those a
 #: person or a script runs often and that need the model (or the open store) but no terminal
 WARM_COMMANDS = frozenset({"save", "search", "context", "auto", "show", "recent", "list", "stats", "history", "edit", "forget",
@@ -319,6 +293,25 @@ def command_of(argv: list[str]) -> tuple[int, dict[str, str | None]] | None:
     return i, given
 
 
+def _start_after(path: str, idle: float, model: str | None) -> None:
+    """Start the store's warm service (exiting after ``idle`` seconds unused) once this command
+    has run in-process (at exit, so the two do not load the model at once), when a person typed
+    it at a terminal: a script's or a test's commands never leave a service behind.
+    ``serve_idle_seconds = 0`` turns it off."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()) or idle <= 0 or service_running(path) or not _can_lock(path):
+        return
+    import atexit
+
+    def start() -> None:
+        try:
+            if not service_running(path):
+                start_service(path, idle, model=model)
+        except OSError:
+            pass  # the next command runs in-process, as this one did
+
+    atexit.register(start)
+
+
 def cli_main(argv: list[str]) -> int | None:
     """Run ``mnemo ARGV`` in the store's warm service when one serves it (the model stays loaded:
     a save or a search costs milliseconds instead of the model's load). Returns the exit code,
@@ -332,7 +325,8 @@ def cli_main(argv: list[str]) -> int | None:
     try:
         from .._settings import config as _config
 
-        path = _config.load({"db": given["db"]}).db
+        cfg = _config.load({"db": given["db"]})
+        path = cfg.db
     except Exception:
         return None  # the command line says what is wrong with the settings
     if not is_url(path) and not os.path.exists(path):
@@ -340,7 +334,7 @@ def cli_main(argv: list[str]) -> int | None:
     sock_path = live_socket(path)
     if sock_path is None:
         if argv[index] in MODEL_COMMANDS:
-            _start_after(path, given["model"])
+            _start_after(path, float(cfg["serve_idle_seconds"]), given["model"])
         return None
     rest = argv[index + 1:]
     stdin = None
