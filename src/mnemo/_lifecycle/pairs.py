@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .._base import text as _text
+from .conflict import _MONTHS
 
 #: words before a number that make it one item of a series: "worker 2", "week 11", "第 3 条"
 _ID_WORDS = frozenset(
@@ -515,8 +516,8 @@ def moves_to(old: str, new: str, d: Diff | None = None) -> str | None:
         return None
     # what is moved is named before the verb: a Chinese noun there that old never names is another
     # thing, and the shared word only where both happen ("东湖变电站…阈值 85℃" / "东湖边的团建活动改到下周六")
-    verb = _MOVES.search(_simplified(_text.normalize(new)).lower())
-    before = _simplified(_text.normalize(new))[: verb.start()] if verb else ""
+    verb = _MOVES.search(norm_new.lower())
+    before = norm_new[: verb.start()] if verb else ""
     if not d.cross and any(n not in norm_old and n not in _CONTRAST_OF for n in _han_nouns(before)):
         return None
     return f"{' '.join(gone)} → {' '.join(came)}"
@@ -542,15 +543,19 @@ def shares_topic(old: str, new: str) -> bool:
     name, a number or a glossary translation)? Two statements a person calls "about the same
     thing" do; a high cosine between "Invoices are generated on the 1st" and "The staging
     database is refreshed every Monday" is only the model's sense of one project's register."""
-    # one Han character (写, 跑) or a two-letter word says too little to name a topic
-    # …and a unit is no topic ("sampled at 50 Hz" / "显示器刷新率 60 Hz")
-    a = {t.key for t in tokens(old) if (len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word") and t.key not in _UNIT_OF}
-    b = {t.key for t in tokens(new) if (len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word") and t.key not in _UNIT_OF}
+    a, b = _topics(old), _topics(new)
     if a & b:
         return True
     if _text.has_han(old) == _text.has_han(new):
         return False
     return bool(set(_text.translations(sorted(a), limit=64)) & b or set(_text.translations(sorted(b), limit=64)) & a)
+
+
+def _topics(text: str) -> set[str]:
+    """The words, names and numbers of a statement that can name a topic: not one Han character
+    (写, 跑) or a two-letter word, which say too little, and not a unit ("sampled at 50 Hz" /
+    "显示器刷新率 60 Hz")."""
+    return {t.key for t in tokens(text) if (len(t.key) >= (2 if _text.has_han(t.key) else 3) or t.kind != "word") and t.key not in _UNIT_OF}
 
 
 def replaces(old: str, new: str, d: Diff | None = None, *, close: bool = True) -> tuple[str, bool] | None:
@@ -594,9 +599,6 @@ def _enumerates(reason: str, detail: str) -> bool:
     return len(head) >= 2 and head[-2].casefold().lstrip("#") in _ID_WORDS | {""}
 
 
-_MONTH_KEYS = frozenset("jan feb mar apr may jun jul aug sep oct nov dec".split())
-
-
 @lru_cache(maxsize=4096)
 def _han_nouns(text: str) -> frozenset[str]:
     """The Chinese nouns of a statement (jieba's part-of-speech tags n*, vn): what it talks about.
@@ -612,7 +614,7 @@ def _new_things(old: str, new: str, d: Diff, *, when_ok: bool = False) -> bool:
     """Does ``new`` name a thing ``old`` does not: a name, or a Chinese noun (checked by substring:
     jieba may cut the same noun apart differently in the two)? With ``when_ok`` a month or a day
     is no thing: "…is $24.99 starting May 1" says when a value changes."""
-    if any(t.kind == "name" and not (when_ok and (t.key[:3] in _MONTH_KEYS or t.key in _CONTRAST_OF)) for t in d.only_new):
+    if any(t.kind == "name" and not (when_ok and (t.key[:3] in _MONTHS or t.key in _CONTRAST_OF)) for t in d.only_new):
         return True
     norm_old = _simplified(_text.normalize(old))
     return any(t.key in _han_nouns(new) and t.key not in norm_old for t in d.only_new)
