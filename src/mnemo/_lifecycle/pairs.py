@@ -251,7 +251,7 @@ def other_subject(old: str, new: str, d: Diff | None = None) -> str | None:
             continue  # "1:1 meeting 挪到每周四上午": a changed day or hour of one meeting, not another meeting
             # (when old moves too, both are changes of the same shape and the day names the subject)
         if not ca[g] & cb[g]:
-            name = lambda ms: "/".join(sorted(min(_CONTRASTS[g][m], key=len) for m in ms))  # noqa: E731
+            name = lambda ms: "/".join(sorted(min(_CONTRASTS[g][m], key=lambda w: (len(w), w)) for m in ms))  # noqa: E731
             return f"{name(ca[g])} / {name(cb[g])}"
     if d.cross or d.overlap < 0.5:
         return None
