@@ -349,3 +349,41 @@ def test_without_a_service_the_command_line_runs_the_command_itself(store: Path,
     r = _cli("save", "No service is running for this one", "--json", cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["action"] == "created"
     assert not service_running(str(store))  # and none was started for it
+
+
+def _pending(store: Path, cwd: Path) -> int:
+    res = _cli("--json", "stats", cwd=cwd, MNEMO_DB=str(store))
+    assert res.returncode == 0, res.stderr
+    return int(json.loads(res.stdout)["vectors_pending"] or 0)
+
+
+def test_a_bulk_import_leaves_its_vectors_to_the_service(store: Path, tmp_path: Path) -> None:
+    """`import --vectors later` returns once the text is in; the running service embeds the rest
+    between requests and still answers them; with no service, the import starts one."""
+    src = tmp_path / "bulk.jsonl"
+    src.write_text("".join(json.dumps({"content": f"Runbook step {i}: restart the ingest worker w{i} after a deploy"}) + "\n"
+                           for i in range(40)), "utf-8")
+    proc = _serve(store, idle=60)
+    try:
+        res = _cli("--json", "import", str(src), "--vectors", "later", cwd=tmp_path, MNEMO_DB=str(store))
+        assert res.returncode == 0, res.stderr
+        report = json.loads(res.stdout)
+        assert report["imported"] == 40 and report["vectors_pending"] == 40 and report["vectors_by"] == "service"
+        found = _cli("--json", "search", "ingest worker w7", "--mode", "fts", cwd=tmp_path, MNEMO_DB=str(store))
+        assert "w7 after" in json.loads(found.stdout)["results"][0]["content"]  # its words, at once
+        assert _wait(lambda: _pending(store, tmp_path) == 0), "the service did not fill the vectors"
+        assert request(str(store), {"op": "ping"})["served"] >= 3  # it kept answering meanwhile
+    finally:
+        request(str(store), {"op": "stop"})
+        proc.communicate(timeout=30)
+    # no service: an explicit `later` starts one, which fills what waits and stays until idle
+    src.write_text("".join(json.dumps({"content": f"Alert rule {i}: page on-call when queue q{i} backs up"}) + "\n"
+                           for i in range(10)), "utf-8")
+    res = _cli("--json", "import", str(src), "--vectors", "later", cwd=tmp_path, MNEMO_DB=str(store),
+               MNEMO_SERVE_IDLE_SECONDS="20")
+    assert res.returncode == 0 and json.loads(res.stdout)["vectors_by"] == "service", res.stderr
+    try:
+        assert _wait(lambda: _pending(store, tmp_path) == 0), "the started service did not fill the vectors"
+    finally:
+        _wait(lambda: request(str(store), {"op": "stop"}) is not None, timeout=10)
+        _wait(lambda: not service_running(str(store)), timeout=30)

@@ -33,6 +33,8 @@ NOT_ON_MCP = {
     "export": "writes every memory to a file or stdout; a person's command, not a model's",
     "import_": "reads a local file the model names; a person's command",
     "reindex": "long maintenance job (minutes) with a progress bar",
+    "fill_vectors": "background work of the warm service after a bulk import; a person's `mnemo reindex` does it at once",
+    "vectors_pending": "a count in `stats` (vectors_pending), which the stats tool returns",
     "purge": "the only irreversible delete: people only (forget is the model's undoable delete)",
     "ingest": "reads local files and fetches URLs the model names; a person's command",
     "watch": "runs until stopped; a person's command",
@@ -49,6 +51,8 @@ NOT_ON_MCP = {
 }
 #: operations with no CLI command of their own
 NOT_ON_CLI: dict[str, str] = {
+    "fill_vectors": "the warm service's background work after `import/ingest --vectors later`; `mnemo reindex` fills every missing vector at once",
+    "vectors_pending": "a line of `mnemo stats` (and its --json key vectors_pending)",
     "salvage": "an option of doctor: `mnemo doctor --salvage NEW.db`",
     "forget_source": "an option of sources: `mnemo sources --forget KEY`",
     "ingest_upload": "the web app's upload of a file's bytes; the command line ingests the file itself (`mnemo ingest FILE`)",

@@ -14,11 +14,34 @@ from typing import Any
 
 import click
 
+from ._cli import background as _background
 from ._cli.base import OPERATIONS, CLIState, _render, command, main_group
 from ._cli.commands import hoist_global_options
 from ._cli.commands import main as _run
 
 __all__ = ["OPERATIONS", "hoist_global_options", "main", "main_group"]
+
+
+class _WarmService:
+    """The hooks' warm service as the runner of a bulk write's background vectors
+    (:mod:`mnemo._cli.background`): wired here because the CLI may not import another surface."""
+
+    def running(self, db: str) -> bool:
+        from ._hooks.client import service_running
+
+        return service_running(db)
+
+    def hand_over(self, db: str, idle_seconds: float, model: str | None) -> dict[str, Any]:
+        from ._hooks.client import request, start_service
+
+        reply = request(db, {"op": "fill"}, timeout=2.0)
+        if reply and reply.get("ok"):
+            return {"pid": reply.get("pid"), "started": False}
+        start_service(db, idle_seconds, model=model)  # a service that starts looks for missing vectors
+        return {"pid": None, "started": True}
+
+
+_background.register(_WarmService())
 
 
 @command("mcp")
@@ -47,7 +70,9 @@ def hook_cmd(state: CLIState, event: str) -> None:
 @click.option("--status", "show_status", is_flag=True, help="Only say whether a service serves this store.")
 @click.option("--stop", "stop_it", is_flag=True, help="Ask the running service to stop.")
 def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: bool) -> None:
-    """Keep the model and index warm for hooks (a local Unix socket; one per store; exits when idle)."""
+    """Keep the model and index warm for hooks (a local Unix socket; one per store; exits when idle).
+
+    Between requests it also embeds what `import`/`ingest --vectors later` left without a vector."""
     from ._hooks import service as _serve
 
     db = state.config.db

@@ -316,3 +316,12 @@ def embed_text(mem: Memory) -> str:
     ``embed_prefix`` its metadata may carry (an ingested chunk's title and heading path)."""
     prefix = mem.metadata.get("embed_prefix")
     return prefix + mem.content if isinstance(prefix, str) else mem.content
+
+
+def check_vectors_mode(vectors: Any, *, dedup: bool = False) -> bool:
+    """``vectors`` of a bulk write checked: True when the vectors are left for later."""
+    if vectors not in ("now", "later"):
+        raise InvalidInputError(f"vectors must be 'now' or 'later', not {vectors!r}")
+    if vectors == "later" and dedup:
+        raise InvalidInputError("the write rules (--dedup) compare each record's vector with the store: its vectors cannot wait")
+    return vectors == "later"

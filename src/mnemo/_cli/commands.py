@@ -19,6 +19,7 @@ import click
 
 from .._settings import config as _config
 from ..errors import ImportFormatError, MnemoError
+from . import background
 from .base import OPERATIONS, CLIState, _render, command, main_group
 
 __all__ = ["OPERATIONS", "CLIState", "command", "main", "main_group"]
@@ -510,12 +511,15 @@ def _export_exposure(output: str | None) -> str | None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--skip-invalid", is_flag=True, help="Import the valid records and report the malformed ones (default: import nothing if any is malformed).")
 @click.option("--dedup", is_flag=True, help="Merge repeats, link related memories and supersede replaced ones, as save does (default: keep every record).")
-def import_cmd(state: CLIState, file: str, skip_invalid: bool, dedup: bool) -> None:
+@background.vectors_option
+def import_cmd(state: CLIState, file: str, skip_invalid: bool, dedup: bool, vectors: str) -> None:
     """Import memories from JSON or JSON Lines (only "content" is required; idempotent). A full
     export (mnemo export --full) is restored as it was: statuses, times, history and links."""
+    how = "now" if dedup and vectors == "auto" else background.mode(state, vectors)  # the write rules need every vector
     with state.open(create=True) as m, _render.progress("importing", enabled=not state.as_json) as tick:
-        report = m.import_(file, skip_invalid=skip_invalid, progress=tick, dedup=dedup)
-    state.emit(report, lambda: _render.imported(report))
+        report = m.import_(file, skip_invalid=skip_invalid, progress=tick, dedup=dedup, vectors=how)
+    background.hand_over(state, report)
+    state.emit(report, lambda: _render.imported(report, background.pending_line(report)))
 
 
 @command("reindex")

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from . import background
 from .base import OPERATIONS, CLIState, _render, command  # noqa: F401
 
 OPERATIONS.update({"ingest": "ingest", "sources": "sources", "watch": "watch"})
@@ -34,9 +35,10 @@ def _ingest_options(state: CLIState, chunk_chars: int | None, max_bytes: int | N
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Web pages: seconds for the connection and any one read.")
 @click.option("--deadline", type=float, default=30.0, show_default=True, help="Web pages: seconds for the whole fetch.")
 @click.option("--no-capture", is_flag=True, help="Chat exports: do not run the capture rules over the messages.")
+@background.vectors_option
 def ingest_cmd(state: CLIState, targets: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
                chunk_chars: int | None, sync: bool, scope: str | None, tags: str | None, mtype: str, max_bytes: int | None,
-               timeout: float, deadline: float, no_capture: bool) -> None:
+               timeout: float, deadline: float, no_capture: bool, vectors: str) -> None:
     """Ingest files, folders (recursively), chat exports and web pages (http/https URLs).
 
     Markdown and text are chunked along headings, paragraphs and sentences; WeChat text exports,
@@ -47,7 +49,8 @@ def ingest_cmd(state: CLIState, targets: tuple[str, ...], include: tuple[str, ..
     opts = _ingest_options(state, chunk_chars, max_bytes, tags, mtype, include, exclude)
     with state.open(create=True) as m, _render.progress("ingesting", enabled=not state.as_json) as tick:
         report = m.ingest(list(targets), scope=scope, sync=sync, web_timeout=timeout, web_deadline=deadline,
-                          capture=not no_capture, progress=tick, **opts)
+                          capture=not no_capture, progress=tick, vectors=background.mode(state, vectors), **opts)
+    background.hand_over(state, report)
     state.emit(report, lambda: _summary(report))
 
 
@@ -80,6 +83,9 @@ def _summary(report: dict[str, Any]) -> None:
     for s in report["skipped"]:
         if s["reason"] not in quiet:
             out.print(f"  [yellow]{escape(s['path'])}[/]: {escape(s['reason'])}")
+    pending = background.pending_line(report)
+    if pending:
+        out.print(f"[dim]{escape(pending)}[/]")
     for w in report.get("warnings", []):
         _render.err.print(f"warning: {escape(w)}")
 

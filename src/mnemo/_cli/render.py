@@ -178,6 +178,9 @@ def stats(info: dict[str, Any]) -> None:
     out.print(f"  memories: [bold]{info['total']}[/] active, {info['last_7_days']} in the last 7 days, {info['all_records']} records in all")
     dim = f", {info['dim']}-d" if info["dim"] else ""
     out.print(f"  model: {escape(info['model'] or '— (no vectors yet)')}{dim}")
+    if info.get("vectors_pending"):
+        out.print(f"  vectors: [yellow]{info['vectors_pending']:,} memories still waiting[/] (searchable by their words; "
+                  "the warm service fills them in the background, `mnemo reindex` at once)")
     for title, key in (("by type", "by_type"), ("by scope", "by_scope"), ("by status", "by_status")):
         if info[key]:
             out.print(f"  {title}: " + ", ".join(f"{escape(k)} {v}" for k, v in info[key].items()))
@@ -185,8 +188,11 @@ def stats(info: dict[str, Any]) -> None:
         out.print(f"  LLM today ({escape(kind)}): {used['calls']} calls, {used['tokens']:,} tokens")
 
 
-def imported(report: dict[str, Any]) -> None:
+def imported(report: dict[str, Any], pending: str | None = None) -> None:
+    """An import's report; ``pending``: the line about vectors still to come."""
     out.print(f"imported {report['imported']} of {report['read']} records ({report['skipped_existing']} already present)")
+    if pending:
+        out.print(f"[dim]{escape(pending)}[/]")
     for p in report["invalid"]:
         err.print(f"  skipped line {p['line']}: {escape(p['error'])}")
 

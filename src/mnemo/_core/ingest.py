@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._base import text as _text
-from .._base.models import check_scope, check_tags, check_type, format_time, utcnow
+from .._base.models import check_scope, check_tags, check_type, check_vectors_mode, format_time, utcnow
 from .._ingest.chunk import (
     DEFAULT_CHUNK_CHARS,
     Chunk,
@@ -82,8 +82,12 @@ class IngestOps:
         web_deadline: float = 30.0,
         capture: bool = True,
         progress: Progress | None = None,
+        vectors: str = "now",
     ) -> dict[str, Any]:
         """Ingest files, folders (recursively) and http(s) URLs; see the module docstring.
+        ``vectors="later"``: the chunks are searchable by their words when this returns and get
+        their vectors from ``fill_vectors`` (the warm service runs it in the background); the
+        summary's ``vectors_pending`` says how many wait.
 
         Returns a summary: ``files_seen``, ``ingested``, ``unchanged``, ``skipped`` (``[{path,
         reason}]``), ``chunks`` (written), ``superseded``, ``archived``, ``renamed``,
@@ -98,7 +102,7 @@ class IngestOps:
         if not items:
             raise InvalidInputError("nothing to ingest: give files, folders or URLs")
         opts = dict(scope=check_scope(scope, self.scope), type=check_type(type), tags=check_tags(tags),
-                    chunk_chars=check_chunk_chars(chunk_chars), capture=capture)
+                    chunk_chars=check_chunk_chars(chunk_chars), capture=capture, defer=check_vectors_mode(vectors))
         if not (isinstance(max_bytes, int) and max_bytes > 0) or not (web_timeout > 0 and web_deadline > 0):
             raise InvalidInputError("max_bytes, the web timeout and the web deadline must be positive")
         run = _Run(progress or _noop)
@@ -117,6 +121,8 @@ class IngestOps:
             gone = [Path(x).absolute() for x in items if not is_url(x) and not os.path.lexists(os.path.expanduser(x))]
             self._sync_deleted(found.roots, gone, run, present=run.present)
         report = run.finish()
+        if opts["defer"]:
+            report["vectors_pending"] = self.vectors_pending()
         if run.total and not (report["ingested"] or report["unchanged"] or report["renamed"] or report["archived"]):
             reasons = "; ".join(f"{s['path']}: {s['reason']}" for s in report["skipped"][:3])
             raise IngestError(f"nothing could be ingested ({reasons})")
@@ -271,7 +277,7 @@ class IngestOps:
 
     def _write(self: "Mnemo", key: str, parsed: "_Parsed", run: "_Run", *, existing: dict[str, Any] | None, size: int,
                mtime: float | None, content_hash: str, extra: dict[str, Any], scope: str, type: str, tags: list[str],
-               chunk_chars: int, capture: bool, renamed_from: str | None = None) -> None:
+               chunk_chars: int, capture: bool, defer: bool = False, renamed_from: str | None = None) -> None:
         """Write a new or changed document: keep unchanged chunks, supersede the rest, insert new.
         ``renamed_from``: the key the source just moved from (a rename with an edit)."""
         if not parsed.records:
@@ -306,7 +312,7 @@ class IngestOps:
                 t0 = time.perf_counter()
                 # one transaction per batch; the last also records the source, so a small file
                 # is one commit and a crash never leaves a source row without its chunks
-                with self._writing(batch, cause="ingest") as rows:
+                with self._writing(batch, cause="ingest", defer=defer) as rows:
                     t1 = time.perf_counter()
                     run.timings["embed"] += t1 - t0
                     for _, _, insert in rows:

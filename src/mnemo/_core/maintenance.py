@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .._base import text as _text
-from .._base.models import STATUSES, Memory, check_metadata, check_scope, embed_text, format_time, load_json, parse_time, utcnow
+from .._base.models import STATUSES, Memory, check_metadata, check_scope, check_vectors_mode, embed_text, format_time, load_json, parse_time, utcnow
 from .._capture import detect_model as _detect_model
 from .._stores import is_url
 from .._stores.base import Filters
@@ -116,6 +116,7 @@ class MaintenanceOps:
         skip_invalid: bool = False,
         progress: Progress = _noop,
         dedup: bool = False,
+        vectors: str = "now",
     ) -> dict[str, Any]:
         """Import memories from a JSON / JSONL file (or an iterable of dicts).
 
@@ -129,7 +130,10 @@ class MaintenanceOps:
         Malformed records abort the import before anything is written (their line numbers are
         in the error), unless ``skip_invalid`` imports the rest and reports them. ``dedup`` applies
         the conversational write rules (merge repeats, link related, supersede) instead of keeping
-        every record."""
+        every record. ``vectors="later"``: the records are searchable by their words as soon as
+        the import returns and get their vectors from :meth:`fill_vectors` (the warm service runs
+        it in the background); the report's ``vectors_pending`` says how many wait."""
+        defer = check_vectors_mode(vectors, dedup=dedup)
         records = list(_read_records(source)) if isinstance(source, (str, os.PathLike)) else [(i + 1, r) for i, r in enumerate(source)]
         problems: list[tuple[int, str]] = []
         prepared: list[tuple[int, Memory, dict[str, Any]]] = []
@@ -181,24 +185,27 @@ class MaintenanceOps:
                 results = self.remember_many([_as_record(m, e) for m, e, _ in batch], cause="import", dedup=True)
                 n = sum(1 for _, action in results if action != "merged")
             else:
-                n = self._insert_prepared(batch, cause="import", links=links)
+                n = self._insert_prepared(batch, cause="import", links=links, defer=defer)
             imported += n
             skipped += len(batch) - n
             done += len(batch)
             progress(done, len(kept))
         if links:
             self._restore_links(links)
-        return {"read": len(records), "imported": imported, "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
+        report = {"read": len(records), "imported": imported, "skipped_existing": skipped, "invalid": [{"line": ln, "error": msg} for ln, msg in problems]}
+        if defer:
+            report["vectors_pending"] = self.vectors_pending()
+        return report
 
     def _insert_prepared(self: "Mnemo", batch: list[tuple[Memory, dict[str, Any], bool]], *, cause: str,
-                         links: list[tuple[str, list[dict[str, Any]]]] | None = None) -> int:
+                         links: list[tuple[str, list[dict[str, Any]]]] | None = None, defer: bool = False) -> int:
         """Embed (what is not cached) and insert prepared ``(memory, extra fields, has_id)`` in one
         transaction; returns how many were inserted. The idempotence check is repeated inside the
         transaction, because another process may be importing the same file at the same time.
         A full export's history replaces the memory's events; its links are appended to ``links``
         (made later, when both ends are in)."""
         inserted = 0
-        with self._writing([mem for mem, _, _ in batch], cause=cause) as rows:
+        with self._writing([mem for mem, _, _ in batch], cause=cause, defer=defer) as rows:
             for (mem, vector, insert), (_, extra, has_id) in zip(rows, batch):
                 if self.store.pk_of(mem.id) is not None:
                     continue
@@ -254,24 +261,7 @@ class MaintenanceOps:
                         self.store.set_fts(pk, _text.index_tokens(texts[pk]))
                 after = rows[-1][0]
                 total_fts += len(rows)
-        missing = self.store.count_missing_embeddings(name)
-        progress(0, missing)
-        done = 0
-        after = 0
-        while True:
-            rows = self.store.missing_embeddings(name, after, batch_size)
-            if not rows:
-                break
-            by_pk = self._embed_texts([(pk, content) for pk, _, content, _ in rows])
-            texts: dict[str, str] = {}
-            for pk, _, _, h in rows:
-                texts.setdefault(h, by_pk[pk])
-            vecs = self._embed(list(texts.values()), query=False)
-            with self.store.transaction():
-                self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(texts)])
-            after = rows[-1][0]
-            done += len(rows)
-            progress(done, missing)
+        done = self._embed_missing(progress=progress, batch_size=batch_size, limit=None, claim=False)
         with self.store.transaction():
             previous = self.store.get_meta("embedder")
             dropped = 0
@@ -283,6 +273,57 @@ class MaintenanceOps:
             self.store.set_meta("generation", _generation())
         self._index = None
         return {"model": name, "previous_model": previous, "fts_rows": total_fts, "embedded": done, "dropped_vectors": dropped}
+
+    # ------------------------------------------------------------ vectors filled in later
+
+    def vectors_pending(self: "Mnemo") -> int:
+        """How many memories have no vector of the configured model yet (a bulk import with
+        ``vectors="later"`` leaves them for :meth:`fill_vectors`)."""
+        return self.store.count_missing_embeddings(self.embedder.name)
+
+    def fill_vectors(self: "Mnemo", *, limit: int | None = None, progress: Progress = _noop, batch_size: int = 16) -> dict[str, Any]:
+        """Embed memories that have no vector of the configured model yet, a batch per
+        transaction, at most ``limit`` of them (None: all). Returns ``{"embedded", "done"}``
+        (``done``: nothing is left). Unlike :meth:`reindex` it never switches the store's model:
+        a store built with another model is refused (:class:`ModelMismatchError`). The warm
+        service calls it between requests with a small limit, so a hook waits for one batch
+        at most; every process's vector index picks the new vectors up on its next query."""
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError("limit must be a positive number of memories")
+        self._check_model()
+        embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, claim=True)
+        done = limit is None or embedded < limit or not self.store.missing_embeddings(self.embedder.name, 0, 1)
+        return {"embedded": embedded, "done": bool(done)}
+
+    def _embed_missing(self: "Mnemo", *, progress: Progress, batch_size: int, limit: int | None, claim: bool) -> int:
+        """Embed memories without a vector of the configured model in pk order, one transaction
+        per batch (resumable); ``claim``: record the model on a store that has none yet (reindex
+        records it itself, at the end). Returns how many memories got one."""
+        name = self.embedder.name
+        total = 0
+        if progress is not _noop:  # the count scans the store: only for someone watching
+            missing = self.store.count_missing_embeddings(name)
+            total = missing if limit is None else min(missing, limit)
+        progress(0, total)
+        done = after = 0
+        while limit is None or done < limit:
+            rows = self.store.missing_embeddings(name, after, batch_size if limit is None else min(batch_size, limit - done))
+            if not rows:
+                break
+            by_pk = self._embed_texts([(pk, content) for pk, _, content, _ in rows])
+            texts: dict[str, str] = {}
+            for pk, _, _, h in rows:
+                texts.setdefault(h, by_pk[pk])
+            vecs = self._embed(list(texts.values()), query=False)
+            with self.store.transaction():
+                if claim:
+                    self._claim_model(vecs.shape[1])
+                self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(texts)])
+                self.store.vectors_filled(list(texts))
+            after = rows[-1][0]
+            done += len(rows)
+            progress(done, total)
+        return done
 
     # ------------------------------------------------------------ purge
 

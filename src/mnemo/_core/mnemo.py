@@ -228,18 +228,20 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         return out
 
     @contextmanager
-    def _writing(self, mems: Sequence[Memory], *, cause: str,
-                 before: Callable[[list[np.ndarray]], None] | None = None) -> Iterator[list[tuple[Memory, np.ndarray, Callable[[], None]]]]:
+    def _writing(self, mems: Sequence[Memory], *, cause: str, before: Callable[[list[np.ndarray]], None] | None = None,
+                 defer: bool = False) -> Iterator[list[tuple[Memory, np.ndarray | None, Callable[[], None]]]]:
         """The one write path every write takes (save, import, ingest, auto, MCP, hooks): the
         memories arrive prepared (checked and redacted by :meth:`_prepare`); here they are embedded
         (through the cache, each distinct text once), their full-text tokens made, then one
         transaction stores the new vectors and yields ``(memory, vector, insert)`` for each, so
         the caller decides per memory (merge, skip, supersede) and calls ``insert()`` to write it.
-        ``before`` sees the vectors first, outside the transaction (an LLM judge is slow)."""
+        ``before`` sees the vectors first, outside the transaction (an LLM judge is slow).
+        ``defer``: texts not embedded before are written without a vector (searchable by their
+        words at once; a bulk import's vectors are filled in the background) and yield None."""
         self._check_model()
         with self._lock:
             texts = [embed_text(m) for m in mems]
-            hashes, vectors, fresh = self._vectors(texts) if texts else ([], {}, {})
+            hashes, vectors, fresh = self._vectors(texts, defer=defer) if texts else ([], {}, {})
             tokens = [_text.index_tokens(t) for t in texts]
             if before is not None:
                 before([vectors[h] for h in hashes])
@@ -249,7 +251,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 def inserter(mem: Memory, h: str, tok: str) -> Callable[[], None]:
                     return lambda: self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
 
-                yield [(mem, vectors[h], inserter(mem, h, tok)) for mem, h, tok in zip(mems, hashes, tokens)]
+                yield [(mem, vectors.get(h), inserter(mem, h, tok)) for mem, h, tok in zip(mems, hashes, tokens)]
 
     def _clean_query(self, query: str) -> str:
         """A query is embedded (perhaps by an endpoint) like any text, so it is redacted too."""
@@ -688,6 +690,8 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             "model": self.store.get_meta("embedder"),
             "dim": int(self.store.get_meta("dim") or 0) or None,
             "vectors": self.store.count_embeddings(),
+            # memories still waiting for their vector (a bulk import leaves them to the warm service)
+            "vectors_pending": self.vectors_pending() if self.store.get_meta("embedder") == self.embedder.name else None,
             "schema_version": self.store.schema_version,
             # LLM calls and tokens spent (capture extraction and others), today and over all days
             "llm_usage": {"today": self.store.usage(format_time(now_dt)[:10]), "all_days": self.store.usage()},

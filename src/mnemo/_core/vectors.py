@@ -67,15 +67,20 @@ class VectorOps:
             self._query_cache[key] = vec
         return vec
 
-    def _vectors(self: "Mnemo", texts: Sequence[str]) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def _vectors(self: "Mnemo", texts: Sequence[str], *, defer: bool = False) -> tuple[list[str], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """The embedding cache in front of the model: the texts' hashes, every vector by hash,
         and the ones just computed, which the caller stores inside its write transaction with
-        :meth:`_store_vectors` (each distinct text is embedded once)."""
+        :meth:`_store_vectors` (each distinct text is embedded once). ``defer``: compute none;
+        the texts the cache lacks are left without a vector (``Mnemo.fill_vectors`` embeds them
+        later)."""
         hashes = [_text.text_hash(t) for t in texts]
         cached = self.store.get_embeddings(self.embedder.name, hashes)
         todo = list(dict.fromkeys(h for h in hashes if h not in cached))
         fresh: dict[str, np.ndarray] = {}
-        if todo:
+        if todo and defer:
+            if self.embedder.dim:  # the store is this model's from now on, as with a first vector
+                self._claim_model(self.embedder.dim)
+        elif todo:
             text_of = dict(zip(hashes, texts))
             fresh = dict(zip(todo, self._embed([text_of[h] for h in todo], query=False)))
         vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in cached.items()}

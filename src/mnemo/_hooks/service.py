@@ -16,7 +16,13 @@ while it waits nothing of the old store is held open to be mixed into a copy. Re
 served one at a time, so a request in progress always finishes on the handle it started with.
 
 Requests: ``{"op": "ping"}``, ``{"op": "hook", "event", "payload", "settings"}``,
-``{"op": "stop"}``. Replies are one JSON object per line.
+``{"op": "fill"}``, ``{"op": "stop"}``. Replies are one JSON object per line.
+
+Background vectors: a bulk import or ingest with ``vectors="later"`` leaves its memories
+searchable by their words and asks the service (``fill``; a service that starts also looks)
+to embed them. It does so between requests, :data:`FILL_BATCH` memories at a time, so a hook
+that arrives meanwhile waits for one batch at most; while work remains the service does not
+count as idle.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ if TYPE_CHECKING:
     from .._core.mnemo import Mnemo
 
 MAX_REQUEST = 16 * 1024 * 1024
+#: memories embedded per step of the background fill: two 512-character chunks are ~0.4 s of e5
+#: on two cores (one per core), all a request that arrives meanwhile waits
+FILL_BATCH = 2
 
 
 
@@ -65,6 +74,9 @@ class Service:
         self._stop = False
         self.served = 0
         self._identity = self._file_identity()
+        #: memories may be waiting for their vector (looked at once when the service starts)
+        self._fill_pending = True
+        self.filled = 0
 
     def _file_identity(self) -> tuple[int, int] | None:
         """The store file's (device, inode): `encrypt`, `decrypt` and `rekey` swap in a new file."""
@@ -117,14 +129,16 @@ class Service:
             finally:
                 os.umask(old_mask)
             srv.listen(16)
-            srv.settimeout(0.5)
             last = time.monotonic()
             while not self._stop and time.monotonic() - last < self.idle_seconds:
+                srv.settimeout(0.01 if self._fill_pending else 0.5)  # background batches back to back, requests between them
                 try:
                     conn, _ = srv.accept()
                 except socket.timeout:
                     if self.every is not None and time.monotonic() - self._last_periodic >= self.every[0]:
                         self._periodic()
+                    if self._fill_pending and self._fill_step():
+                        last = time.monotonic()  # background work is not idleness
                     continue
                 except InterruptedError:
                     continue
@@ -141,7 +155,26 @@ class Service:
                 self._periodic()  # the session's last changes reach the other devices
             signal.signal(signal.SIGTERM, old_term)
             self.release()
-        return {"served": self.served, "seconds": round(time.monotonic() - started, 1), "db": self.db}
+        return {"served": self.served, "seconds": round(time.monotonic() - started, 1), "db": self.db, "vectors_filled": self.filled}
+
+    def _fill_step(self) -> bool:
+        """Embed one batch of the memories still without a vector; True when one was embedded.
+        A failure (another model's store, a damaged file) ends the background fill, reported on
+        stderr: the memories stay searchable by their words and `mnemo reindex` says what is wrong."""
+        if self._file_identity() != self._identity:
+            self._fill_pending = False
+            return False
+        try:
+            self.m.refresh()
+            res = self.m.fill_vectors(limit=FILL_BATCH)
+        except Exception as exc:  # the hooks' service must outlive its background work
+            sys.stderr.write(f"mnemo serve: background vectors stopped: {exc}\n")
+            self._fill_pending = False
+            return False
+        self.filled += res["embedded"]
+        self._fill_pending = not res["done"]
+        self._settle()
+        return res["embedded"] > 0
 
     def _periodic(self) -> None:
         """Run the periodic work; a failure is reported on stderr and the service goes on."""
@@ -201,6 +234,9 @@ class Service:
         if op == "stop":
             self._stop = True
             return {"ok": True, "stopping": True}
+        if op == "fill":
+            self._fill_pending = True  # done between requests: the caller does not wait for it
+            return {"ok": True, "pid": os.getpid(), "filled": self.filled}
         if op not in ("hook", "cli") or (op == "cli" and self.cli is None):
             return {"stderr": f"mnemo serve: unknown op {op!r}\n", "exit": 1}
         if self._file_identity() != self._identity:

@@ -252,6 +252,18 @@ class SharedStore:
         row = self._row("SELECT seq FROM memories WHERE id = ?", (memory_id,))
         return 0 if row is None else int(row[0])
 
+    def vectors_filled(self, hashes: Sequence[str]) -> int:
+        """Give the memories embedded as ``hashes`` a new ``seq`` (their vectors were just filled
+        in after the text: a bulk import's background work), so every process's in-memory vector
+        index, which reads rows changed since the seq it has, picks the vectors up. One statement
+        per row: SQLite's next seq is computed per statement and ``seq`` is unique."""
+        if not hashes:
+            return 0
+        cond, args = self._DIALECT.member("embed_hash", list(hashes))
+        pks = [int(r[0]) for r in self._rows(f"SELECT pk FROM memories WHERE {cond}", args)]
+        self._run_many(f"UPDATE memories SET seq = {self._DIALECT.next_seq} WHERE pk = ?", [(pk,) for pk in pks])
+        return len(pks)
+
     def embed_hashes(self, ids: Sequence[str]) -> dict[str, str]:
         """``memory id → the hash its vector is stored under``."""
         out: dict[str, str] = {}

@@ -31,6 +31,8 @@ class Dialect:
     #: what locks a row read for an update in the same transaction (PostgreSQL); SQLite's
     #: ``BEGIN IMMEDIATE`` already holds the whole file, and it has no FOR UPDATE
     lock_row: str = ""
+    #: the expression of a fresh change counter (``seq``) for one updated row
+    next_seq: str = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM memories)"
 
     def member(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``values``: the condition and its bindings."""
@@ -45,7 +47,7 @@ class Dialect:
 
 SQLITE = Dialect(any_array=False, tag_test="EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
 # tags are JSON text on both engines; jsonb's ``?`` (written ``??``) asks whether the array holds the string
-POSTGRES = Dialect(any_array=True, tag_test="{col}::jsonb ?? ?", lock_row=" FOR UPDATE")
+POSTGRES = Dialect(any_array=True, tag_test="{col}::jsonb ?? ?", lock_row=" FOR UPDATE", next_seq="nextval('memories_seq')")
 
 
 def marks(n: int, param: str = "?") -> str:
