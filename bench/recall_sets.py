@@ -13,6 +13,8 @@ rules or glossary; each in a dev and a held-out part with nothing in common):
   two parts name disjoint entities.
 * ``noanswer_*.json``: a developer's store of 90 memories (two personas), 60 questions whose
   answer is stored and 60 whose answer is not (often close in domain, some general knowledge).
+  ``noanswer_heldout2``/``3`` (a payments backend developer; a firmware developer) were written
+  later, blind, for the next change to the no-answer behaviour: score each once (``--part``).
 
 Each question is asked through ``Mnemo.recall`` (the code path users run, relevance floor on) in
 the scope it names (the names set: its answer's scope). Reported: **R@5** (an expected memory in
@@ -93,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="e5")
     ap.add_argument("--held-out", action="store_true", help="score the held-out parts (once)")
+    ap.add_argument("--part", help="score this part instead (e.g. heldout2: a later round of held-out questions, scored once)")
     ap.add_argument("--floor", type=float, help="relevance floor (default: the shipped min_score)")
     ap.add_argument("--sets", default="names,noanswer")
     ap.add_argument("--json")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
-    part = "heldout" if args.held_out else "dev"
+    part = args.part or ("heldout" if args.held_out else "dev")
     results = [run(name, part, model=args.model, floor=args.floor, verbose=args.verbose) for name in args.sets.split(",")]
     for r in results:
         na = "" if r["no_answer_rate"] is None else f"  no-answer {r['no_answer_rate']:.3f} of {r['unanswerable']}"
