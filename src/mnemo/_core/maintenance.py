@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .._base import text as _text
 from .._base.models import STATUSES, Memory, check_metadata, check_scope, check_vectors_mode, embed_text, format_time, load_json, parse_time, utcnow
 from .._capture import detect_model as _detect_model
+from .._recall.embed import idle_cores as _idle_cores
 from .._stores import is_url
 from .._stores.base import Filters
 from ..errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
@@ -281,17 +283,22 @@ class MaintenanceOps:
         ``vectors="later"`` leaves them for :meth:`fill_vectors`)."""
         return self.store.count_missing_embeddings(self.embedder.name)
 
-    def fill_vectors(self: "Mnemo", *, limit: int | None = None, progress: Progress = _noop, batch_size: int = 16) -> dict[str, Any]:
+    def fill_vectors(self: "Mnemo", *, limit: int | None = None, progress: Progress = _noop, batch_size: int = 16,
+                     idle_cores: bool = False) -> dict[str, Any]:
         """Embed memories that have no vector of the configured model yet, a batch per
         transaction, at most ``limit`` of them (None: all). Returns ``{"embedded", "done"}``
         (``done``: nothing is left). Unlike :meth:`reindex` it never switches the store's model:
         a store built with another model is refused (:class:`ModelMismatchError`). The warm
         service calls it between requests with a small limit, so a hook waits for one batch
-        at most; every process's vector index picks the new vectors up on its next query."""
+        at most; every process's vector index picks the new vectors up on its next query.
+        ``idle_cores``: embed with as many engine threads as cores are idle right now (the
+        service keeps one for its hooks' queries)."""
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError("limit must be a positive number of memories")
         self._check_model()
-        embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, claim=True)
+        using = getattr(self.embedder, "using_threads", None) if idle_cores else None
+        with using(_idle_cores()) if using is not None else nullcontext():
+            embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, claim=True)
         done = limit is None or embedded < limit or not self.store.missing_embeddings(self.embedder.name, 0, 1)
         return {"embedded": embedded, "done": bool(done)}
 

@@ -166,7 +166,7 @@ class Service:
             return False
         try:
             self.m.refresh()
-            res = self.m.fill_vectors(limit=FILL_BATCH)
+            res = self.m.fill_vectors(limit=FILL_BATCH, idle_cores=True)
         except Exception as exc:  # the hooks' service must outlive its background work
             sys.stderr.write(f"mnemo serve: background vectors stopped: {exc}\n")
             self._fill_pending = False
