@@ -74,7 +74,8 @@ class Service:
         self._stop = False
         self.served = 0
         self._identity = self._file_identity()
-        #: memories may be waiting for their vector (looked at once when the service starts)
+        #: memories may be waiting for their vector: looked at once as the service starts, then
+        #: only after a ``fill`` request (between requests the service leaves the file alone)
         self._fill_pending = True
         self.filled = 0
 
@@ -120,6 +121,7 @@ class Service:
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.warm()  # before listening: until then hooks answer in-process instead of waiting
+            self._fill_step()  # vectors an import left for later: looked for once now, not between requests
             self._settle()
             if os.path.exists(self.sock_path):
                 os.unlink(self.sock_path)  # a dead service's socket: we hold the lock, so it is stale
@@ -165,7 +167,13 @@ class Service:
             self._fill_pending = False
             return False
         try:
-            self.m.refresh()
+            if self.m.refresh():
+                return False  # the file was replaced since the last look (a copy may still be landing): next tick
+        except Exception:
+            self._fill_pending = False
+            self._stop = True  # the store cannot be reopened: a new service will say why
+            return False
+        try:
             res = self.m.fill_vectors(limit=FILL_BATCH, idle_cores=True)
         except Exception as exc:  # the hooks' service must outlive its background work
             sys.stderr.write(f"mnemo serve: background vectors stopped: {exc}\n")
