@@ -263,7 +263,7 @@ class MaintenanceOps:
                         self.store.set_fts(pk, _text.index_tokens(texts[pk]))
                 after = rows[-1][0]
                 total_fts += len(rows)
-        done = self._embed_missing(progress=progress, batch_size=batch_size, limit=None, claim=False)
+        done = self._embed_missing(progress=progress, batch_size=batch_size, limit=None, in_place=False)
         with self.store.transaction():
             previous = self.store.get_meta("embedder")
             dropped = 0
@@ -298,14 +298,16 @@ class MaintenanceOps:
         self._check_model()
         using = getattr(self.embedder, "using_threads", None) if idle_cores else None
         with using(_idle_cores()) if using is not None else nullcontext():
-            embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, claim=True)
+            embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, in_place=True)
         done = limit is None or embedded < limit or not self.store.missing_embeddings(self.embedder.name, 0, 1)
         return {"embedded": embedded, "done": bool(done)}
 
-    def _embed_missing(self: "Mnemo", *, progress: Progress, batch_size: int, limit: int | None, claim: bool) -> int:
+    def _embed_missing(self: "Mnemo", *, progress: Progress, batch_size: int, limit: int | None, in_place: bool) -> int:
         """Embed memories without a vector of the configured model in pk order, one transaction
-        per batch (resumable); ``claim``: record the model on a store that has none yet (reindex
-        records it itself, at the end). Returns how many memories got one."""
+        per batch (resumable). ``in_place`` (filling, not rebuilding): record the model on a store
+        that has none yet and give the filled rows a new seq, so indexes already loaded pick them
+        up; a reindex does neither, since it records the model and starts a new generation (every
+        index reloaded) at the end. Returns how many memories got one."""
         name = self.embedder.name
         total = 0
         if progress is not _noop:  # the count scans the store: only for someone watching
@@ -323,10 +325,11 @@ class MaintenanceOps:
                 texts.setdefault(h, by_pk[pk])
             vecs = self._embed(list(texts.values()), query=False)
             with self.store.transaction():
-                if claim:
-                    self._claim_model(vecs.shape[1])
+                if in_place:
+                    self._claim_model(vecs.shape[1])  # first: PostgreSQL copies a vector into its row only for the store's model
                 self.store.put_embeddings(name, [(h, vecs.shape[1], vecs[j].tobytes()) for j, h in enumerate(texts)])
-                self.store.vectors_filled(list(texts))
+                if in_place:
+                    self.store.vectors_filled(list(texts))
             after = rows[-1][0]
             done += len(rows)
             progress(done, total)

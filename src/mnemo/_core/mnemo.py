@@ -247,6 +247,8 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 before([vectors[h] for h in hashes])
             with self.store.transaction():
                 self._store_vectors(fresh)
+                if defer and self.embedder.dim and any(h not in vectors for h in hashes):
+                    self._claim_model(self.embedder.dim)  # texts left for later: the store is this model's, as with a first vector
 
                 def inserter(mem: Memory, h: str, tok: str) -> Callable[[], None]:
                     return lambda: self.store.insert(mem, embed_hash=h, tokens=tok, cause=cause)
@@ -678,6 +680,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         active = Filters()
         week = Filters(since=format_time(now_dt - timedelta(days=7)))
         everything = Filters(statuses=STATUSES)
+        model = self.store.get_meta("embedder")
         return {
             "path": self.path,
             "total": self.store.count(active),
@@ -687,11 +690,11 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             "by_status": self.store.group_count("status", everything),
             "all_records": self.store.count(everything),
             "store_bytes": self.store.size_bytes(),
-            "model": self.store.get_meta("embedder"),
+            "model": model,
             "dim": int(self.store.get_meta("dim") or 0) or None,
             "vectors": self.store.count_embeddings(),
             # memories still waiting for their vector (a bulk import leaves them to the warm service)
-            "vectors_pending": self.vectors_pending() if self.store.get_meta("embedder") == self.embedder.name else None,
+            "vectors_pending": self.vectors_pending() if model == self.embedder.name else None,
             "schema_version": self.store.schema_version,
             # LLM calls and tokens spent (capture extraction and others), today and over all days
             "llm_usage": {"today": self.store.usage(format_time(now_dt)[:10]), "all_days": self.store.usage()},

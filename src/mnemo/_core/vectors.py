@@ -77,10 +77,7 @@ class VectorOps:
         cached = self.store.get_embeddings(self.embedder.name, hashes)
         todo = list(dict.fromkeys(h for h in hashes if h not in cached))
         fresh: dict[str, np.ndarray] = {}
-        if todo and defer:
-            if self.embedder.dim:  # the store is this model's from now on, as with a first vector
-                self._claim_model(self.embedder.dim)
-        elif todo:
+        if todo and not defer:
             text_of = dict(zip(hashes, texts))
             fresh = dict(zip(todo, self._embed([text_of[h] for h in todo], query=False)))
         vectors = {h: np.frombuffer(blob, dtype=np.float32) for h, blob in cached.items()}

@@ -201,8 +201,8 @@ class E5Embedder:
         every call runs on the engine's one thread, so it is set there. Where the engine's
         OpenMP runtime cannot be found (not the Linux wheel), nothing changes."""
         gomp = _openmp()
-        before = self._run(gomp.omp_get_max_threads) if gomp is not None else n
-        if gomp is None or n < 1 or n == before:
+        before = None if gomp is None or n < 1 else self._run(gomp.omp_get_max_threads)
+        if before is None or n == before:
             yield
             return
         self._run(lambda: gomp.omp_set_num_threads(int(n)))
