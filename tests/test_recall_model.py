@@ -113,6 +113,22 @@ def test_a_long_pasted_prompt_is_searched_by_its_question() -> None:
     assert cut.startswith("Notes from today.") and cut.endswith("moved to Tuesday.") and len(cut) < LONG_QUERY
 
 
+def test_a_long_query_is_cut_to_a_token_budget_in_any_script() -> None:
+    """The model's cost is per token: a Chinese paste kept to 360 characters still cost ~300
+    tokens (0.4 s of e5 on one thread); the budget now holds for both scripts."""
+    from mnemo._base.tokens import estimate_tokens
+    from mnemo._recall.intent import SALIENT_TOKENS, salient_query
+
+    talk = "我们讨论了很多关于支付系统的问题，包括对账、退款和回调的重试策略。" * 40
+    asks = "为什么支付宝回调总是超时？微信支付的回调有没有同样的问题？银联的对账文件是每天几点生成的？"
+    cut = salient_query("帮我整理一下这段讨论的要点。" + talk + asks)
+    assert cut.startswith("帮我整理一下这段讨论的要点。") and "银联的对账文件是每天几点生成的？" in cut
+    assert estimate_tokens(cut) <= SALIENT_TOKENS + 4  # the joining spaces
+    for paste in ("数据库" * 7000, " ".join(["database", "端口", "editor"] * 2500), "x" * 20_000):
+        cut = salient_query(paste)
+        assert 0 < estimate_tokens(cut) <= SALIENT_TOKENS + 4 and paste[:3] in cut, cut[:40]
+
+
 @pytest.mark.model
 def test_a_question_after_a_pasted_log_finds_its_answer(tmp_path: Path) -> None:
     with Mnemo(tmp_path / "s.db", model="e5", scope="project:x") as m:

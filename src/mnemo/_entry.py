@@ -94,7 +94,8 @@ def serve_cmd(state: CLIState, idle: float | None, show_status: bool, stop_it: b
         if state.config["sync_dir"]:
             folder, key = state.config["sync_dir"], state.key()
             every = (300.0, lambda: m.sync(folder, key=key))
-        service = _serve.Service(m, db, idle_seconds=idle_s, cli=_warm_cli, every=every)
+        service = _serve.Service(m, db, idle_seconds=idle_s, cli=_warm_cli, every=every,
+                                 idle_threads=state.config.origins.get("embed_threads") == "default")
         service.acquire()
         if not state.as_json:
             _render.err.print(f"serving {db} on {service.sock_path} (exits after {idle_s:g} s idle)")

@@ -21,11 +21,13 @@ a message on stderr with exit code 1 (a non-blocking error for Claude Code), nev
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
 
 from ..errors import MnemoError, PayloadError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's fast path
 if TYPE_CHECKING:
+    from typing import Any
+
     from .._core.mnemo import Mnemo
 
 #: mnemo's event names → Claude Code's

@@ -11,7 +11,10 @@ ranking, never a filter: a better answer of another type still wins.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
+
+from .._base.tokens import estimate_tokens
 
 #: the factor a memory of an asked-for type gets
 TYPE_BOOST = 1.25
@@ -68,10 +71,12 @@ def asked_types(query: str) -> frozenset[str]:
     return frozenset(out)
 
 
-#: a query longer than this is reduced to the parts that carry the question
+#: a query longer than this (in characters) is reduced to the parts that carry the question
 LONG_QUERY = 400
-#: …to about this many characters
-SALIENT_CHARS = 360
+#: …to about this many tokens (``estimate_tokens``): what the question costs the model
+#: (e5: ~1.4 ms a token on one thread), since a hook waits for it on every prompt. In English
+#: about 360 characters, in Chinese about 96.
+SALIENT_TOKENS = 96
 _SENTENCE = re.compile(r"[^\n。！？!?；;]+[。！？!?；;]?")
 _ASKS = re.compile(r"[?？]|怎么|如何|为什么|为何|什么|哪|吗|呢|能否|是否|请|帮我"
                    r"|\b(?:how|what|why|which|when|where|who|can|could|should|would|is there|are there|please|help)\b", re.I)
@@ -81,24 +86,52 @@ def salient_query(query: str) -> str:
     """A long query cut to what carries the question: its first sentence (the instruction: "帮我
     看看这个日志") and its question sentences, the last ones first; a pasted log, file or
     conversation in between is left out. Without a question, its head and its tail. Short queries
-    are returned as they are.
+    are returned as they are. The result stays within :data:`SALIENT_TOKENS` estimated tokens.
 
     A pasted 20,000-character prompt was embedded window after window (seconds of CPU on every
-    prompt) and its thousands of log words drowned the question's few in the full-text match."""
+    prompt) and its thousands of log words drowned the question's few in the full-text match;
+    a budget in characters still let a Chinese one cost ~300 tokens (0.4 s of e5 on one thread)."""
     if len(query) <= LONG_QUERY:
         return query
     sentences = [s.strip() for s in _SENTENCE.findall(query) if s.strip()]
     if not sentences:
-        return query[: SALIENT_CHARS // 2] + " … " + query[-SALIENT_CHARS // 2:]
-    first = sentences[0][:120]
+        half = SALIENT_TOKENS // 2
+        return _head(query, half) + " … " + _tail(query, half)
+    first = _head(sentences[0], SALIENT_TOKENS // 3)
     asks: list[str] = []
-    used = len(first)
+    used = estimate_tokens(first)
     for s in reversed(sentences[1:]):
-        if _ASKS.search(s) and s not in asks and used + len(s) <= SALIENT_CHARS:
-            asks.insert(0, s[:200])
-            used += len(s)
-        if used >= SALIENT_CHARS * 0.8:
+        if _ASKS.search(s) and s not in asks:
+            ask = _head(s, SALIENT_TOKENS // 2)
+            cost = estimate_tokens(ask)
+            if used + cost <= SALIENT_TOKENS:
+                asks.insert(0, ask)
+                used += cost
+        if used >= SALIENT_TOKENS * 0.8:
             break
     if not asks:  # no question: the instruction and the end (where a request usually sits)
-        return first + " … " + query[-(SALIENT_CHARS - len(first)):]
+        return first + " … " + _tail(query, SALIENT_TOKENS - used)
     return " ".join([first, *asks])
+
+
+def _head(text: str, tokens: int) -> str:
+    """The longest start of ``text`` within ``tokens`` estimated tokens (at least one character)."""
+    return text[: _fit(text, tokens, lambda n: text[:n])]
+
+
+def _tail(text: str, tokens: int) -> str:
+    """The longest end of ``text`` within ``tokens`` estimated tokens (at least one character)."""
+    return text[len(text) - _fit(text, tokens, lambda n: text[len(text) - n:]):]
+
+
+def _fit(text: str, tokens: int, part: Callable[[int], str]) -> int:
+    """How many characters ``part(n)`` may take and stay within ``tokens``: a binary search, since
+    one character is at most one token and at least a fraction of one."""
+    lo, hi = 1, min(len(text), max(1, tokens) * 8)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(part(mid)) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
