@@ -94,6 +94,23 @@ def long_prompts(n: int) -> list[str]:
     return out
 
 
+def _commands(cmd: str, n: int, r: int, prompts: list[str], cwd: Path, env: dict[str, str], work: Path) -> tuple[list[float], int]:
+    """``n`` ``mnemo save`` (a new text each) or ``mnemo search`` (a new question each) processes,
+    typed in the project folder; counts those the service ran (its ``served`` count moves)."""
+    times, served = [], 0
+    for i in range(n):
+        before = (request(str(work), {"op": "ping"}) or {}).get("served", 0)
+        args = [f"Bench note {r}-{i}: the staging deploy of service {i} moved to {['Monday', 'Tuesday'][i % 2]}"] \
+            if cmd == "save" else [prompts[(r * 53 + i) % len(prompts)]]
+        t0 = time.perf_counter()
+        res = subprocess.run([MNEMO, cmd, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+        times.append(time.perf_counter() - t0)
+        if res.returncode != 0:
+            raise SystemExit(f"mnemo {cmd} failed: {res.stderr}")
+        served += (request(str(work), {"op": "ping"}) or {}).get("served", 0) >= before + 2
+    return times, served
+
+
 def _heavy_imports(cwd: Path, prompt: str, env: dict[str, str]) -> list[str]:
     """Heavy modules the hook process imported (run once with -X importtime)."""
     r = subprocess.run([sys.executable, "-X", "importtime", MNEMO, "hook", "user-prompt"], input=_payload(cwd, prompt),
@@ -108,6 +125,7 @@ def main() -> None:
     ap.add_argument("--cold", type=int, default=15, help="cold samples per round")
     ap.add_argument("--warm", type=int, default=40, help="warm samples per round")
     ap.add_argument("--long", type=int, default=12, help="warm samples of 20,000-character prompts per round")
+    ap.add_argument("--commands", type=int, default=20, help="warm `mnemo save` and `mnemo search` samples per round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-write", action="store_true", help="do not update bench/README.md")
     ap.add_argument("--note", default="", help="a sentence on the run's conditions, added to bench/README.md")
@@ -135,8 +153,8 @@ def main() -> None:
         cold_env = {**env, "MNEMO_SERVE_IDLE_SECONDS": "0"}
         warm_env = {**env, "MNEMO_SERVE_IDLE_SECONDS": "600"}
         _series(2, prompts, project, cold_env)  # page cache, model files
-        rounds: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": [], "long": []}
-        answered = {"cold": 0, "warm": 0, "long": 0}
+        rounds: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": [], "long": [], "save": [], "search": []}
+        answered = {"cold": 0, "warm": 0, "long": 0, "save": 0, "search": 0}
         pasted = long_prompts(args.long * args.rounds)
         heavy: list[str] = []
         for r in range(args.rounds):
@@ -157,6 +175,10 @@ def main() -> None:
             t, a = _series(args.long, pasted[r * args.long:], project, warm_env)
             rounds["long"].append((_pct(t, 0.5), _pct(t, 0.95)))
             answered["long"] += a
+            for cmd in ("save", "search"):
+                t, a = _commands(cmd, args.commands, r, prompts, project, warm_env, work)
+                rounds[cmd].append((_pct(t, 0.5), _pct(t, 0.95)))
+                answered[cmd] += a
             if r == 0:
                 heavy = _heavy_imports(project, prompts[0], warm_env)
             request(str(work), {"op": "stop"})
@@ -174,9 +196,11 @@ def main() -> None:
     rows = [
         ("warm (service)", res["warm"], args.warm, answered["warm"] / (args.warm * args.rounds), "p50 ≤ 50 ms"),
         ("warm, 20,000-character prompt", res["long"], args.long, answered["long"] / (args.long * args.rounds), "p50 ≤ 150 ms"),
+        ("warm `mnemo save` (a new memory each)", res["save"], args.commands, answered["save"] / (args.commands * args.rounds), "p50 ≤ 50 ms"),
+        ("warm `mnemo search`", res["search"], args.commands, answered["search"] / (args.commands * args.rounds), "—"),
         ("cold (in-process)", res["cold"], args.cold, answered["cold"] / (args.cold * args.rounds), "p50 ≤ 600 ms"),
     ]
-    lines = ["| hook process | p50 | p95 | × bare python | prompts answered with context | target |", "|---|---|---|---|---|---|"]
+    lines = ["| process | p50 | p95 | × bare python | answered (hooks: with context; commands: by the service) | target |", "|---|---|---|---|---|---|"]
     for name, (p50, p95), _, share, target in rows:
         lines.append(f"| {name} | {ms(p50):.0f} ms | {ms(p95):.0f} ms | {p50 / base:.1f}× | {share:.0%} | {target} |")
     lines.append(f"| bare `python -c pass` | {ms(base):.0f} ms | {ms(_pct(floor, 0.95)):.0f} ms | 1.0× | — | — |")
@@ -191,7 +215,8 @@ def main() -> None:
         f"{START}\n## Hook latency — `bench/hooks.py`\n\n"
         f"`mnemo hook user-prompt` spawned as a new process per prompt (as Claude Code does), {args.size:,} memories, "
         f"real e5, recorded UserPromptSubmit payloads with LoCoMo and Chinese questions; median over {args.rounds} rounds "
-        f"of {args.warm} warm / {args.cold} cold samples. Latest run ({load}):\n\n{table}\n\n"
+        f"of {args.warm} warm hooks, {args.long} 20,000-character prompts, {args.commands} of each command and {args.cold} cold hooks. "
+        f"Latest run ({load}):\n\n{table}\n\n"
         f"Heavy modules imported by a warm hook process: {', '.join(heavy) if heavy else 'none'} "
         "(numpy, apsw, click, rich, the model and the MCP SDK are only loaded on the cold path). The warm path is "
         "a bare interpreter plus ~15 ms of light imports (`mnemo._hooks.client`, settings, the hook payload checks; "
