@@ -114,6 +114,15 @@ def _split(text: str, *, search_mode: bool) -> list[str]:
     return tokens
 
 
+def han_words(text: str) -> list[tuple[str, str]]:
+    """The words of ``text``'s Chinese runs with their part of speech, as jieba tags them
+    (``nr`` a person, ``ns`` a place, ``nt`` an organisation, ``nz`` another proper name)."""
+    out: list[tuple[str, str]] = []
+    for match in _HAN_RUN.finditer(normalize(text)):
+        out.extend((w, t) for w, t in _jieba().tag(match.group(), True) if w.strip())
+    return out
+
+
 _ASCII_WORD = re.compile(r"[a-z]+")
 
 

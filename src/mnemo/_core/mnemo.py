@@ -7,6 +7,7 @@ recent · list · show/get · history · stats · export · import · reindex ·
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,6 +41,7 @@ from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
 from .._recall.intent import asked_types, kind_words, salient_query
+from .._recall.names import PAIR_ROWS, cross_script, paired_forms
 from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
@@ -460,6 +462,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         bm25: dict[int, float] = {}
         baseline = 0.0
         n_terms = 0
+        named: frozenset[int] = frozenset()
         with self._lock:
             if mode != "fts":
                 self._check_model()
@@ -470,11 +473,17 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
+                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters))  # 友盟（Umeng）
                 terms = self._drop_common_terms(terms)
                 extra = _text.query_terms(kind_words(asked))[0] if asked else []  # 技术栈 → 框架, 数据库, …
-                match = _text.fts_match_expression(terms + _text.translations(terms) + [t for t in extra if t not in terms], phrases)
+                names, name_phrases = cross_script(query, self.store.doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
+                names, name_phrases = names + paired[0], name_phrases + paired[1]
+                match = _text.fts_match_expression(terms + _text.translations(terms) + [t for t in extra + names if t not in terms],
+                                                   phrases + name_phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))
+                if names or name_phrases:  # the memories that name them: see rank.py on cross-script names
+                    named = self._naming(names, name_phrases, filters, k_cand)
             if asked and mode != "fts":
                 # memories of the asked-for kind are candidates even when no word of the question is
                 # in them ("技术栈是什么" / "项目使用 FastAPI + PostgreSQL"): the most important few
@@ -490,7 +499,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         scored = score_candidates(
             rows, cosines, bm25, mode=mode, calibration=self.embedder.calibration if mode != "fts" else _NO_CAL,
             baseline=baseline, n_terms=n_terms, now=now_dt, weights=self.weights, window=window, explain=explain,
-            asked=asked, home=home,
+            asked=asked, home=home, named=named,
         )
         floor = self.weights.min_score if min_score is None else float(min_score)
         scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]
@@ -502,6 +511,21 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         if touch and hits:
             self._touch([h.memory.id for h in hits])
         return hits
+
+    def _naming(self, terms: list[str], phrases: list[str], filters: Filters, limit: int) -> frozenset[int]:
+        """The memories (pks) that hold one of ``terms`` or ``phrases`` as words in a row: checked
+        on their tokens, since PostgreSQL's full-text search matches a phrase by any of its words."""
+        found = [pk for pk, _ in self.store.fts_search(_text.fts_match_expression(terms, phrases) or "", filters, limit)]
+        words = lambda t: " " + " ".join(re.findall(r"\w+", t)) + " "  # noqa: E731 - as the index splits them: pangu-weather
+        wanted = [words(t) for t in [*terms, *phrases]]
+        return frozenset(pk for pk, mem in self.store.get_many_by_pk(found).items()
+                         if any(w in words(_text.index_tokens(mem.content)) for w in wanted))
+
+    def _texts_naming(self, words: list[str], filters: Filters) -> list[str]:
+        """The texts of a few memories (within ``filters``) that contain any of ``words``."""
+        match = _text.fts_match_expression(words, [])
+        pks = [pk for pk, _ in self.store.fts_search(match, filters, PAIR_ROWS)] if match else []
+        return [mem.content for mem in self.store.get_many_by_pk(pks).values()]
 
     def _asked_candidates(self, filters: Filters) -> list[int]:
         """The most important memories of the asked-for kinds (their pks), kept until the store

@@ -10,7 +10,10 @@ same thing for every query and every model):
   long queries (a pasted conversation) would otherwise saturate it;
 * hybrid: ``max(w * dense + (1 - w) * lexical, LEXICAL_ALONE * lexical)`` with the model's
   ``dense_weight`` w: a strong keyword match (a name, an error code, a translated term) counts
-  even when the embedding model does not know the word.
+  even when the embedding model does not know the word. A memory that names the query's person
+  or place in the other script (``named``, :mod:`mnemo._recall.names`) takes its lexical
+  relevance whole: the model cannot see that 王志远 is Wang Zhiyuan, so its low cosine says
+  nothing against the match.
 
 ``score`` multiplies relevance by bounded factors, each shown by ``--explain``: importance,
 confidence, recency (exponential decay with a half-life, relative to ``now``), access count, and
@@ -100,11 +103,13 @@ def score_candidates(
     explain: bool,
     asked: frozenset[str] = frozenset(),
     home: str | None = None,
+    named: frozenset[int] = frozenset(),
 ) -> list[Scored]:
     """Score candidates given as ``pk -> (importance, confidence, access_count, created_epoch,
     last_accessed_epoch, stored_epoch, pinned, type, scope)`` and return them best first (no
     floor applied). ``asked``: the memory types the query asks for (``mnemo._recall.intent``);
-    ``home``: the project a project-scoped recall is made in (its memories before global ones)."""
+    ``home``: the project a project-scoped recall is made in (its memories before global ones);
+    ``named``: the memories that name one of the query's names in the other script."""
     now_ts = now.timestamp()
     half_life = max(weights.half_life_days, 0.01) * 86400.0
     out: list[Scored] = []
@@ -122,7 +127,7 @@ def score_candidates(
             relevance = l_rel
         else:
             w = calibration.dense_weight
-            relevance = max(w * d_rel + (1.0 - w) * l_rel, LEXICAL_ALONE * l_rel)
+            relevance = max(w * d_rel + (1.0 - w) * l_rel, (1.0 if pk in named else LEXICAL_ALONE) * l_rel)
         last_use = max(created, last_access or created)
         recency = 0.5 ** (max(0.0, now_ts - last_use) / half_life)
         f_importance = 0.8 + 0.4 * importance
