@@ -149,3 +149,39 @@ def test_a_phrase_counts_as_a_name_only_with_its_words_in_a_row(m: Mnemo) -> Non
     named = m._naming(["zhangwei", "wei"], ["li na"], Filters(statuses=("active",)), 10)
     contents = {mem.content for mem in m.store.get_many_by_pk(list(named)).values()}
     assert contents == {"Li Na reviews the schema changes.", "Zhang Wei owns the deploy scripts."}
+
+
+def test_the_glossary_names_products_and_places_but_not_words() -> None:
+    from mnemo._base import text
+
+    assert text.name_translations(["支付宝"]) == ["alipay"] and text.name_translations(["melbourn"]) == ["墨尔本"]
+    assert "阿里云" in text.name_translations(["alibaba", "cloud"])  # two words, one name
+    assert "us" not in text.name_translations(["美国"]) and "usa" in text.name_translations(["美国"])  # "us" is a word too
+    assert text.name_translations(["部署"]) == [] and text.translations(["部署"])  # a term, not a name
+
+
+STUDIO = [
+    "健身房的会员费走支付宝收款，钱隔天才到账。",
+    "The fitness studio's members book classes in the app.",
+    "The fitness studio wants a monthly revenue report by email.",
+    "Payments of the fitness studio are reconciled every Monday.",
+    "健身房的教练排班表放在共享文档里。",
+]
+STUDIO_Q = "Why does the fitness studio's Alipay money arrive a day late?"
+
+
+def test_a_product_named_in_the_other_language_counts_like_a_name(m: Mnemo) -> None:
+    """Many notes about one client share its words; the one that names the product asked about,
+    in the other language, takes its word match whole, as a person's name does."""
+    m.remember_many([{"content": c} for c in STUDIO])
+    hits = m.recall(STUDIO_Q, top_k=3, touch=False, explain=True)
+    found = [h for h in hits if h.memory.content.startswith("健身房的会员费走支付宝")]
+    assert found and found[0].explain["relevance"] >= found[0].explain["lexical_relevance"] - 1e-3, [h.memory.content[:30] for h in hits]
+
+
+@pytest.mark.model
+def test_a_product_named_in_the_other_language_comes_first_with_the_real_model(tmp_path) -> None:
+    with Mnemo(tmp_path / "s.db", model="e5") as m:
+        m.remember_many([{"content": c} for c in STUDIO])
+        hits = m.recall(STUDIO_Q, top_k=3, touch=False)
+        assert hits and hits[0].memory.content.startswith("健身房的会员费走支付宝"), [h.memory.content[:30] for h in hits]

@@ -171,11 +171,15 @@ def query_terms(text: str, *, max_terms: int = 64) -> tuple[list[str], list[str]
 
 
 @lru_cache(maxsize=1)
-def _glossary() -> dict[str, tuple[str, ...]]:
-    """Term → its translations (both directions), as index tokens (normalised, stemmed)."""
+def _glossary_data() -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
+    """Term → its translations (both directions), as index tokens (normalised, stemmed); and the
+    terms of the glossary's names section (products, companies, places)."""
     raw = (DATA / "glossary.tsv").read_text("utf-8")
     table: dict[str, set[str]] = {}
+    names: set[str] = set()
+    in_names = False
     for line in raw.splitlines():
+        in_names = in_names or line.startswith("# Names")
         if not line.strip() or line.startswith("#"):
             continue
         zh_side, en_side = line.split("\t")
@@ -184,7 +188,21 @@ def _glossary() -> dict[str, tuple[str, ...]]:
         for a, b in ((zh, en), (en, zh)):
             for word in a:
                 table.setdefault(word, set()).update(b)
-    return {k: tuple(sorted(v)) for k, v in table.items()}
+        if in_names:
+            names.update(zh + en)
+    return {k: tuple(sorted(v)) for k, v in table.items()}, frozenset(names)
+
+
+def _glossary() -> dict[str, tuple[str, ...]]:
+    return _glossary_data()[0]
+
+
+def name_translations(terms: list[str]) -> list[str]:
+    """The other-language forms of the names among ``terms`` that the glossary's names section
+    gives (支付宝 → alipay, Melbourne → 墨尔本), leaving out forms of two letters (us, uk, jd), which
+    are words as well."""
+    names = _glossary_data()[1]
+    return [t for t in translations(terms, limit=24) if t in names and (len(t) > 2 or has_han(t))]
 
 
 def translations(terms: list[str], *, limit: int = 12) -> list[str]:

@@ -477,8 +477,8 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 terms = self._drop_common_terms(terms)
                 extra = _text.query_terms(kind_words(asked))[0] if asked else []  # 技术栈 → 框架, 数据库, …
                 names, name_phrases = cross_script(query, self.store.doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
-                names, name_phrases = names + paired[0], name_phrases + paired[1]
-                match = _text.fts_match_expression(terms + _text.translations(terms) + [t for t in extra + names if t not in terms],
+                names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
+                match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
                                                    phrases + name_phrases)
                 if match:
                     bm25 = dict(self.store.fts_search(match, filters, k_cand))

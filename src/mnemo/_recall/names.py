@@ -122,6 +122,8 @@ def _han_names(query: str) -> list[tuple[str, bool]]:
             continue
         if tag in NAME_TAGS and 2 <= len(word) <= 4:
             out.append((word, tag in PERSON_TAGS))
+            if tag in PERSON_TAGS and len(word) == 3 and word[0] in pinyin.SURNAMES:
+                out.append((word[:2], True))  # 张伟收: jieba took the next character into the name
         elif 2 <= len(word) <= 3 and word[0] in pinyin.SURNAMES and pinyin.is_han(word) and not text.translations([word]):
             out.append((word, True))  # 李想, 高兴: a word that may be a name
         i += 1
@@ -177,7 +179,9 @@ def _spelt_in_han(words: list[str], terms: list[str], phrases: list[str]) -> Non
         names = pinyin.han_spellings(given_sylls, limit=150, given_name=True)
         if not family or not names:
             continue
-        for name in (f + g for f in family for g in names):
-            # as the index has it: one word (李娜, 陈雨婷) or the words jieba cuts it into (王 | 志远)
-            tokens = text.index_tokens(name)
-            (phrases if " " in tokens else terms).append(tokens)
+        for f in family:
+            for g in names:
+                # as the index may have it: one word (李娜, 陈雨婷), the words jieba cuts it into
+                # alone (王 | 志远), or surname and given name apart (赵 | 婷婷, as a sentence cut it)
+                for tokens in {text.index_tokens(f + g), f"{f} {text.index_tokens(g)}"}:
+                    (phrases if " " in tokens else terms).append(tokens)

@@ -10,10 +10,10 @@ same thing for every query and every model):
   long queries (a pasted conversation) would otherwise saturate it;
 * hybrid: ``max(w * dense + (1 - w) * lexical, LEXICAL_ALONE * lexical)`` with the model's
   ``dense_weight`` w: a strong keyword match (a name, an error code, a translated term) counts
-  even when the embedding model does not know the word. A memory that names the query's person
-  or place in the other script (``named``, :mod:`mnemo._recall.names`) takes its lexical
-  relevance whole: the model cannot see that 王志远 is Wang Zhiyuan, so its low cosine says
-  nothing against the match.
+  even when the embedding model does not know the word. A memory that names the query's person,
+  place or product in the other script (``named``: :mod:`mnemo._recall.names`, and the glossary's
+  names section) takes its lexical relevance whole: the model cannot see that 王志远 is Wang
+  Zhiyuan or 支付宝 Alipay, so its low cosine says nothing against the match.
 
 ``score`` multiplies relevance by bounded factors, each shown by ``--explain``: importance,
 confidence, recency (exponential decay with a half-life, relative to ``now``), access count, and
