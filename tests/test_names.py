@@ -137,7 +137,8 @@ def test_a_name_the_store_wrote_beside_its_other_form_is_found_in_either(m: Mnem
     from mnemo._recall.names import paired_forms
     from mnemo._stores.base import Filters
 
-    assert paired_forms(query, text.query_terms(query)[0], lambda w: m._texts_naming(w, Filters(statuses=("active",)))) == ([], [])
+    assert paired_forms(query, text.query_terms(query)[0], lambda w: m._texts_naming(w, Filters(statuses=("active",))),
+                        m.store.doc_freqs) == ([], [])
 
 
 def test_a_phrase_counts_as_a_name_only_with_its_words_in_a_row(m: Mnemo) -> None:

@@ -473,7 +473,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
-                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters))  # 友盟（Umeng）
+                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self.store.doc_freqs)  # 友盟（Umeng）
                 terms = self._drop_common_terms(terms)
                 extra = _text.query_terms(kind_words(asked))[0] if asked else []  # 技术栈 → 框架, 数据库, …
                 names, name_phrases = cross_script(query, self.store.doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them

@@ -37,6 +37,8 @@ _CAPITALISED_RUN = re.compile(r"[A-Z][a-z]+(?:(?: [A-Z]|[\-'][A-Za-z])[a-z]*)*")
 
 #: how many notes naming a query's words are read for a form written beside them
 PAIR_ROWS = 20
+#: a word in more notes than this is not looked up for a form written beside it
+PAIR_MAX_NOTES = 50
 _HAN_FORM = "[\u3400-\u4dbf\u4e00-\u9fff]{2,12}"
 _LATIN_FORM = r"(?:[A-Z0-9]|i[A-Z])[A-Za-z0-9.&+'-]*(?: (?:[A-Z0-9]|i[A-Z])[A-Za-z0-9.&+'-]*){0,3}"
 #: a form and its other-script form beside it, in brackets or after a slash
@@ -49,12 +51,15 @@ _PAIRS = tuple(re.compile(p) for p in (
 _LATIN_NAME = re.compile(r"\b(?:[A-Z][A-Za-z0-9]+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
 
 
-def paired_forms(query: str, terms: Sequence[str], texts_naming: Callable[[list[str]], list[str]]) -> tuple[list[str], list[str]]:
+def paired_forms(query: str, terms: Sequence[str], texts_naming: Callable[[list[str]], list[str]],
+                 doc_freqs: Callable[[Sequence[str]], dict[str, int]]) -> tuple[list[str], list[str]]:
     """Full-text ``(terms, phrases)`` of the other-script forms the store's notes write beside the
     query's words: "友盟在项目里做什么" and a note "接了友盟（Umeng）统计" → ``umeng``, which finds
     "The Umeng SDK collects crash reports". ``terms``: the query's index terms; ``texts_naming``:
-    the texts of a few notes that contain any of the given terms. Words the bundled glossary
-    translates are left to it."""
+    the texts of a few notes that contain any of the given terms; ``doc_freqs``: how many notes
+    hold each term. Words the bundled glossary translates are left to it, and so are words in more
+    than :data:`PAIR_MAX_NOTES` notes: a name written beside its other form is a rare word, and
+    reading notes for a common one costs a full-text ranking of thousands of rows."""
     han = [t for t in terms if pinyin.is_han(t) and 2 <= len(t) <= 6 and not text.translations([t])]
     latin = [w for w in dict.fromkeys(_LATIN_NAME.findall(query)) if text.index_tokens(w) in terms
              and not text.translations([text.index_tokens(w)])]
@@ -62,7 +67,9 @@ def paired_forms(query: str, terms: Sequence[str], texts_naming: Callable[[list[
         return [], []
     found: list[str] = []
     wanted = [*han, *(text.index_tokens(w) for w in latin)]
-    for content in texts_naming(wanted):
+    df = doc_freqs(wanted)
+    wanted = [w for w in wanted if 0 < df.get(w, 0) <= PAIR_MAX_NOTES]
+    for content in texts_naming(wanted) if wanted else ():
         for pattern in _PAIRS:
             for m in pattern.finditer(content):
                 form_han, form_lat = m["han"], m["lat"]
