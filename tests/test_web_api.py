@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -132,6 +133,24 @@ def test_upload_is_redacted_ingested_searchable_and_removable(web, mnemo_home) -
     assert web.api("POST", "/sources/resync", {"key": src["key"]})[1]["unchanged"] == 1
     assert web.api("POST", "/sources/remove", {"key": src["key"]})[1]["archived"] == 1
     assert web.api("GET", "/search?q=" + quote("staging deploys Friday"))[1]["results"] == []
+
+
+def test_an_upload_answers_at_once_and_its_vectors_follow_in_the_background(web, mnemo_home) -> None:
+    """A large document used to hold the request until every chunk was embedded (minutes with
+    e5); now its words find it when the upload returns and the server embeds the chunks after."""
+    sections = [f"## Part {i}\n\nService {i} of the fleet listens on port {7000 + i} and its on-call owner is team {i % 7}. "
+                f"Its logs rotate daily and are kept for {10 + i} days in the archive bucket." for i in range(40)]
+    doc = ("# Fleet notes\n\n" + "\n\n".join(sections)).encode()
+    status, out = web.api("POST", "/ingest?filename=fleet.md", raw=doc)
+    assert status == 200 and out["chunks"] >= 10 and out["vectors_pending"] >= 1, out
+    hit = web.api("GET", "/search?q=" + quote("port 7031") + "&mode=fts")[1]["results"][0]
+    assert "7031" in hit["content"]  # by its words, at once
+    deadline = time.monotonic() + 60
+    while web.api("GET", "/stats")[1]["vectors_pending"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert web.api("GET", "/stats")[1]["vectors_pending"] == 0
+    found = web.api("GET", "/search?q=" + quote("Service 12 of the fleet listens on port 7012") + "&mode=vector")[1]["results"]
+    assert found and "7012" in found[0]["content"]  # and by its vector once filled
 
 
 @pytest.mark.parametrize("name", ["../evil.md", "a/b.md", "..", ".hidden.md", "C:\\x.md", "x\x00.md"])

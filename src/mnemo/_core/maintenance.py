@@ -40,6 +40,12 @@ def _noop(done: int, total: int) -> None:
     pass
 
 
+#: memories embedded per step of a background fill (the warm service, a long-lived surface): two
+#: 512-character chunks are ~0.4 s of e5 on two cores (one per core), all a request that arrives
+#: meanwhile waits
+FILL_STEP = 2
+
+
 class MaintenanceOps:
     """activity · export · import_ · reindex · purge · doctor · salvage."""
 

@@ -20,7 +20,7 @@ Requests: ``{"op": "ping"}``, ``{"op": "hook", "event", "payload", "settings"}``
 
 Background vectors: a bulk import or ingest with ``vectors="later"`` leaves its memories
 searchable by their words and asks the service (``fill``; a service that starts also looks)
-to embed them. It does so between requests, :data:`FILL_BATCH` memories at a time, so a hook
+to embed them. It does so between requests, :data:`~mnemo._core.maintenance.FILL_STEP` memories at a time, so a hook
 that arrives meanwhile waits for one batch at most; while work remains the service does not
 count as idle.
 """
@@ -38,6 +38,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from .._core.maintenance import FILL_STEP
 from .._stores import is_url
 from ..errors import AlreadyServing, MnemoError, PayloadError, StoreError
 from .client import lock_path, socket_path
@@ -47,9 +48,6 @@ if TYPE_CHECKING:
     from .._core.mnemo import Mnemo
 
 MAX_REQUEST = 16 * 1024 * 1024
-#: memories embedded per step of the background fill: two 512-character chunks are ~0.4 s of e5
-#: on two cores (one per core), all a request that arrives meanwhile waits
-FILL_BATCH = 2
 
 
 
@@ -193,7 +191,7 @@ class Service:
             self._stop = True  # the store cannot be reopened: a new service will say why
             return False
         try:
-            res = self.m.fill_vectors(limit=FILL_BATCH, idle_cores=True)
+            res = self.m.fill_vectors(limit=FILL_STEP, idle_cores=True)
         except Exception as exc:  # the hooks' service must outlive its background work
             sys.stderr.write(f"mnemo serve: background vectors stopped: {exc}\n")
             self._fill_pending = False

@@ -152,6 +152,8 @@ class Serving:
         self._idle_after = idle_after
         self._calls = 0
         self._timer: threading.Timer | None = None
+        #: the background fill of vectors a bulk write left for later (:meth:`fill_later`)
+        self._filler: threading.Thread | None = None
         #: the scope the store is given when opened (a surface may change it later: ``set_scope``)
         self.scope = scope
 
@@ -193,6 +195,37 @@ class Serving:
                     self._timer = threading.Timer(self._idle_after, self._let_go_if_quiet, args=(self._calls,))
                     self._timer.daemon = True
                     self._timer.start()
+
+    def fill_later(self) -> None:
+        """Embed, in a background thread, the memories a bulk write left without a vector
+        (``vectors="later"``: an upload to the web app is searchable by its words at once).
+
+        A step of :data:`~mnemo._core.maintenance.FILL_STEP` memories at a time, each one a
+        :meth:`call` of its own, so a request waits for one step at most and every step sees the
+        store file as the requests do. It stops when nothing is left, or at the first failure
+        (reported on stderr: the memories stay searchable by their words, and ``mnemo reindex``
+        says what is wrong). A running fill picks up what a later write leaves."""
+        import threading
+
+        with self._lock:
+            if self._filler is not None and self._filler.is_alive():
+                return
+            self._filler = threading.Thread(target=self._fill, name="mnemo-fill", daemon=True)
+            self._filler.start()
+
+    def _fill(self) -> None:
+        import sys
+
+        from .._core.maintenance import FILL_STEP
+
+        while True:
+            try:
+                res = self.call(lambda: self.mnemo().fill_vectors(limit=FILL_STEP, idle_cores=True))
+            except Exception as exc:  # the surface must outlive its background work
+                sys.stderr.write(f"mnemo: background vectors stopped: {exc}\n")
+                return
+            if res["done"]:  # type: ignore[index]
+                return
 
     def _let_go_if_quiet(self, calls: int) -> None:
         with self._lock:

@@ -280,13 +280,15 @@ def stats(m: "Mnemo", a: dict[str, Any], _: Context) -> dict[str, Any]:
 
 def ingest(m: "Mnemo", a: dict[str, Any], ctx: Context) -> dict[str, Any]:
     assert ctx.uploads is not None
-    report = m.ingest_upload(a["filename"], ctx.body, folder=ctx.uploads, scope=a["scope"] or None, tags=a["tags"] or None)
+    # searchable by its words at once; the server embeds it in the background (``vectors_pending``)
+    report = m.ingest_upload(a["filename"], ctx.body, folder=ctx.uploads, scope=a["scope"] or None, tags=a["tags"] or None,
+                             vectors="later")
     return {k: v for k, v in report.items() if k != "timings"}
 
 
 def resync(m: "Mnemo", a: dict[str, Any], _: Context) -> dict[str, Any]:
     src = _source(m, a["key"])
-    report = m.ingest([src["key"].split(":", 1)[1]], scope=None)
+    report = m.ingest([src["key"].split(":", 1)[1]], scope=None, vectors="later")
     return {k: v for k, v in report.items() if k != "timings"}
 
 

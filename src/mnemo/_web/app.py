@@ -128,6 +128,8 @@ class WebApp:
             log.exception("internal error in %s %s", method, path)
             await _send_error(send, 500, "InternalError", "internal error (the server's log has the details)")
         else:
+            if isinstance(result, dict) and result.get("vectors_pending"):
+                self.serving.fill_later()  # an upload's chunks: embedded after the answer, a few at a time
             await _send(send, route.status, json.dumps(result, ensure_ascii=False, default=str).encode(), "application/json")
 
     def _run(self, route: api.Route, args: dict[str, Any], ctx: api.Context) -> Any:
