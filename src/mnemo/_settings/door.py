@@ -132,6 +132,10 @@ def opened(config: Config, *, create: bool = False, notice: Notice = _silent) ->
     m.close()
 
 
+#: the pause between two steps of a background fill, in which a waiting request takes the store
+FILL_PAUSE = 0.02
+
+
 class Serving:
     """The store of a surface that lives as long as its client (the MCP server, the web app, the
     proxy): opened through ``open_store`` on first use, and used by one call at a time, between
@@ -215,6 +219,7 @@ class Serving:
 
     def _fill(self) -> None:
         import sys
+        import time
 
         from .._core.maintenance import FILL_STEP
 
@@ -226,6 +231,9 @@ class Serving:
                 return
             if res["done"]:  # type: ignore[index]
                 return
+            # a lock is not a queue: without a pause this loop takes it again at once, and a
+            # request waiting for it waited for many steps (2 s for a search, measured)
+            time.sleep(FILL_PAUSE)
 
     def _let_go_if_quiet(self, calls: int) -> None:
         with self._lock:
