@@ -139,6 +139,12 @@ def _stem(tokens: list[str]) -> list[str]:
     return [stem(t) if _ASCII_WORD.fullmatch(t) else t for t in tokens]
 
 
+def stem_words(words: list[str]) -> list[str]:
+    """Single words as index terms: normalised, English ones stemmed; no segmenting (a Chinese
+    word must already be one of jieba's words)."""
+    return _stem([normalize(w) for w in words])
+
+
 def index_tokens(text: str) -> str:
     """The space-separated token string stored in the full-text index for ``text``."""
     return " ".join(_stem(_split(normalize(text), search_mode=True)))

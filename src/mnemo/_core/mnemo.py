@@ -40,7 +40,7 @@ from .._base.models import (
 from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
-from .._recall.intent import asked_types, kind_words, salient_query
+from .._recall.intent import asked_types, kind_terms, salient_query
 from .._recall.names import PAIR_ROWS, cross_script, paired_forms
 from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.vindex import VectorIndex
@@ -475,7 +475,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
                 paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self.store.doc_freqs)  # 友盟（Umeng）
                 terms = self._drop_common_terms(terms)
-                extra = _text.query_terms(kind_words(asked))[0] if asked else []  # 技术栈 → 框架, 数据库, …
+                extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
                 names, name_phrases = cross_script(query, self.store.doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
                 names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
                 match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
