@@ -186,3 +186,11 @@ def test_a_product_named_in_the_other_language_comes_first_with_the_real_model(t
         m.remember_many([{"content": c} for c in STUDIO])
         hits = m.recall(STUDIO_Q, top_k=3, touch=False)
         assert hits and hits[0].memory.content.startswith("健身房的会员费走支付宝"), [h.memory.content[:30] for h in hits]
+
+
+def test_a_name_saved_after_a_question_is_found_by_the_next_one(m: Mnemo) -> None:
+    """Spellings the store lacked are remembered as absent only until the store changes."""
+    m.remember("The release checklist lives in the wiki.")
+    assert not [h for h in m.recall("张伟负责什么？", mode="fts", top_k=5, touch=False) if "Zhang" in h.memory.content]
+    m.remember("Zhang Wei owns the deploy scripts.")
+    assert any("Zhang Wei" in h.memory.content for h in m.recall("张伟负责什么？", mode="fts", top_k=5, touch=False))

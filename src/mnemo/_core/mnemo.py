@@ -120,6 +120,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         self._threads = threads
         self._index: VectorIndex | None = None
         self._asked_cache: dict[str, tuple[int, float, list[int]]] = {}
+        self._df_cache: tuple[int, dict[str, int]] = (-1, {})
         self._query_cache: dict[tuple[str, str], np.ndarray] = {}
         self._anchor_vecs: tuple[str, np.ndarray] | None = None
         self._lock = threading.RLock()
@@ -142,6 +143,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 return False
             self._index = None  # its rows are the old file's
             self._asked_cache = {}
+            self._df_cache = (-1, {})
             return True
 
     def __enter__(self) -> "Mnemo":
@@ -473,10 +475,10 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             if mode != "vector":
                 terms, phrases = _text.query_terms(query)
                 n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
-                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self.store.doc_freqs)  # 友盟（Umeng）
+                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self._doc_freqs)  # 友盟（Umeng）
                 terms = self._drop_common_terms(terms)
                 extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
-                names, name_phrases = cross_script(query, self.store.doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
+                names, name_phrases = cross_script(query, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
                 names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
                 match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
                                                    phrases + name_phrases)
@@ -556,6 +558,18 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 out.append(Hit(memory=other, score=hit.score * rel["strength"], similarity=None, via=hit.memory.id,
                                link={"kind": rel["kind"], "strength": rel["strength"]}))
         return out
+
+    def _doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """The store's ``doc_freqs``, remembered until the store changes: the names of a query
+        are spelt many ways, and a warm process asks for the same few again and again."""
+        seq = self.store.max_seq()
+        if self._df_cache[0] != seq or len(self._df_cache[1]) > 50_000:
+            self._df_cache = (seq, {})
+        known = self._df_cache[1]
+        todo = [t for t in dict.fromkeys(terms) if t not in known]
+        if todo:
+            known.update(self.store.doc_freqs(todo))
+        return {t: known.get(t, 0) for t in terms}
 
     def _drop_common_terms(self, terms: list[str]) -> list[str]:
         """Leave out query terms that occur in a large share of a large store.

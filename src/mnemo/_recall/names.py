@@ -174,6 +174,8 @@ def _spelt_in_han(words: list[str], terms: list[str], phrases: list[str]) -> Non
     """Han spellings of a pinyin name: one word is a place or a name of its own (Hangzhou, two
     syllables or more); two or three are a person, the surname first or last."""
     parts = [pinyin.syllables(w.lower()) or [] for w in words]
+    if any(len(s) < 2 for p in parts for s in p):
+        return  # a bare vowel (Maria: ma ri a, Dana: dan a) is an English name far more often than pinyin
     if len(words) == 1:
         if len(parts[0]) >= 2:
             terms.extend(pinyin.han_spellings(parts[0]))
