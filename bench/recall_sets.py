@@ -15,8 +15,8 @@ rules or glossary; each in a dev and a held-out part with nothing in common):
   answer is stored and 60 whose answer is not (often close in domain, some general knowledge).
   ``noanswer_heldout2``/``3`` (a payments backend developer; a firmware developer) were written
   later, blind, for the next change to the no-answer behaviour: score each once (``--part``).
-* ``names_heldout2`` … ``6`` (a game studio; hospital software; a climate lab; a freelance
-  developer; an IT consultant), written
+* ``names_heldout2`` … ``7`` (a game studio; hospital software; a climate lab; a freelance
+  developer; an IT consultant; a DevOps engineer, half of it technical terms), written
   later, blind, for the names-across-scripts change (people by their pinyin): each was scored
   once as it came, then served as a seen set (see bench/README.md for which is which).
 
