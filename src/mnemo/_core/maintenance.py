@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .._base import text as _text
 from .._base.models import STATUSES, Memory, check_metadata, check_scope, check_vectors_mode, embed_text, format_time, load_json, parse_time, utcnow
 from .._capture import detect_model as _detect_model
-from .._recall.embed import idle_cores as _idle_cores
+from .._recall.embed import on_idle_cores
 from .._stores import is_url
 from .._stores.base import Filters
 from ..errors import ImportFormatError, InvalidInputError, MnemoError, NotFoundError
@@ -302,8 +302,7 @@ class MaintenanceOps:
         if limit is not None and (not isinstance(limit, int) or limit < 1):
             raise InvalidInputError("limit must be a positive number of memories")
         self._check_model()
-        using = getattr(self.embedder, "using_threads", None) if idle_cores else None
-        with using(_idle_cores()) if using is not None else nullcontext():
+        with on_idle_cores(self.embedder) if idle_cores else nullcontext():
             embedded = self._embed_missing(progress=progress, batch_size=max(1, min(int(batch_size), 256)), limit=limit, in_place=True)
         done = limit is None or embedded < limit or not self.store.missing_embeddings(self.embedder.name, 0, 1)
         return {"embedded": embedded, "done": bool(done)}

@@ -515,13 +515,24 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         return hits
 
     def _naming(self, terms: list[str], phrases: list[str], filters: Filters, limit: int) -> frozenset[int]:
-        """The memories (pks) that hold one of ``terms`` or ``phrases`` as words in a row: checked
-        on their tokens, since PostgreSQL's full-text search matches a phrase by any of its words."""
-        found = [pk for pk, _ in self.store.fts_search(_text.fts_match_expression(terms, phrases) or "", filters, limit)]
+        """The memories (pks) that hold one of ``terms`` or ``phrases`` as words in a row. A
+        one-word form is what the full-text search matched; a longer one is checked on the
+        memory's tokens, since PostgreSQL's full-text search matches a phrase by any of its words
+        (and re-tokenising every candidate for every name, glossary names included, cost the
+        hot path for nothing)."""
         words = lambda t: " " + " ".join(re.findall(r"\w+", t)) + " "  # noqa: E731 - as the index splits them: pangu-weather
-        wanted = [words(t) for t in [*terms, *phrases]]
-        return frozenset(pk for pk, mem in self.store.get_many_by_pk(found).items()
-                         if any(w in words(_text.index_tokens(mem.content)) for w in wanted))
+        single = [t for t in [*terms, *phrases] if words(t).count(" ") == 2]
+        several = [t for t in [*terms, *phrases] if words(t).count(" ") > 2]
+
+        def search(forms: list[str]) -> list[int]:
+            match = _text.fts_match_expression(forms, []) if forms else None
+            return [pk for pk, _ in self.store.fts_search(match, filters, limit)] if match else []
+
+        named = set(search(single))
+        wanted = [words(t) for t in several]
+        named.update(pk for pk, mem in self.store.get_many_by_pk([pk for pk in search(several) if pk not in named]).items()
+                     if any(w in words(_text.index_tokens(mem.content)) for w in wanted))
+        return frozenset(named)
 
     def _texts_naming(self, words: list[str], filters: Filters) -> list[str]:
         """The texts of a few memories (within ``filters``) that contain any of ``words``."""

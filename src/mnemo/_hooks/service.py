@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from .._core.maintenance import FILL_STEP
+from .._recall.embed import on_idle_cores
 from .._stores import is_url
 from ..errors import AlreadyServing, MnemoError, PayloadError, StoreError
 from .client import lock_path, socket_path
@@ -171,12 +172,7 @@ class Service:
         (a short question: 22 → 11 ms on two cores), and a hook is what the user waits for. The
         count is taken per request (``/proc/stat``'s running processes and the load average), so
         a build starting beside the assistant puts the next query back on one thread."""
-        using = getattr(self.m.embedder, "using_threads", None) if self.idle_threads else None
-        if using is None:
-            return nullcontext()
-        from .._recall.embed import idle_cores
-
-        return using(idle_cores())
+        return on_idle_cores(self.m.embedder) if self.idle_threads else nullcontext()
 
     def _fill_step(self) -> bool:
         """Embed one batch of the memories still without a vector; True when one was embedded.

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, Sequence, TypeVar, runtime_checkable
@@ -359,6 +359,13 @@ def make_embedder(
             raise InvalidInputError("model openai:<model> needs the embed_base_url setting (e.g. http://localhost:11434/v1)")
         return OpenAIEmbedder(key.split(":", 1)[1], base_url, api_key_env=api_key_env)
     raise InvalidInputError(f"unknown model {name!r}; choose one of: e5, use, openai:<model>")
+
+
+def on_idle_cores(embedder: Any) -> AbstractContextManager[Any]:
+    """Calls made inside run with as many engine threads as cores are idle right now
+    (``using_threads``), where the embedder can change its thread count; else nothing changes."""
+    using = getattr(embedder, "using_threads", None)
+    return using(idle_cores()) if using is not None else nullcontext()
 
 
 def idle_cores() -> int:

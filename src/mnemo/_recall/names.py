@@ -61,12 +61,12 @@ def paired_forms(query: str, terms: Sequence[str], texts_naming: Callable[[list[
     than :data:`PAIR_MAX_NOTES` notes: a name written beside its other form is a rare word, and
     reading notes for a common one costs a full-text ranking of thousands of rows."""
     han = [t for t in terms if pinyin.is_han(t) and 2 <= len(t) <= 6 and not text.translations([t])]
-    latin = [w for w in dict.fromkeys(_LATIN_NAME.findall(query)) if text.index_tokens(w) in terms
-             and not text.translations([text.index_tokens(w)])]
+    tokens = {w: text.index_tokens(w) for w in dict.fromkeys(_LATIN_NAME.findall(query))}
+    latin = [w for w, t in tokens.items() if t in terms and not text.translations([t])]
     if not han and not latin:
         return [], []
     found: list[str] = []
-    wanted = [*han, *(text.index_tokens(w) for w in latin)]
+    wanted = [*han, *(tokens[w] for w in latin)]
     df = doc_freqs(wanted)
     wanted = [w for w in wanted if 0 < df.get(w, 0) <= PAIR_MAX_NOTES]
     for content in texts_naming(wanted) if wanted else ():
@@ -77,12 +77,12 @@ def paired_forms(query: str, terms: Sequence[str], texts_naming: Callable[[list[
                     found.append(text.index_tokens(form_lat))
                 lat_words = form_lat.lower().split()
                 if any(w.lower() in (lat_words[0], lat_words[-1]) for w in latin):
-                    found.extend(w for w in han_words_of(form_han, content))
+                    found.extend(_han_words_of(form_han))
     found = [f for f in dict.fromkeys(found) if f and f not in terms]
     return [f for f in found if " " not in f], [f for f in found if " " in f]
 
 
-def han_words_of(form: str, content: str) -> list[str]:
+def _han_words_of(form: str) -> list[str]:
     """The index words of a Han form found before a bracket: the form's last word (what jieba
     makes of "我们用友盟" ends in 友盟), or the whole form when jieba keeps it one word."""
     words = text.index_tokens(form).split()
@@ -97,8 +97,8 @@ def cross_script(query: str, doc_freqs: Callable[[Sequence[str]], dict[str, int]
     phrases: list[str] = []
     for word, person in _han_names(query):
         _romanized(word, person, terms, phrases)
-    for words in _pinyin_names(query):
-        _spelt_in_han(words, terms, phrases)
+    for parts in _pinyin_names(query):
+        _spelt_in_han(parts, terms, phrases)
     phrases = list(dict.fromkeys(phrases))
     # the phrases' words first (few), then the spellings, longest names first, up to the cap
     lookups = list(dict.fromkeys([*(w for p in phrases for w in p.split()), *terms]))[:MAX_LOOKUPS]
@@ -156,27 +156,28 @@ def _romanized(word: str, person: bool, terms: list[str], phrases: list[str]) ->
             phrases.extend(text.index_tokens(" ".join(f)) for f in forms)
 
 
-def _pinyin_names(query: str) -> list[list[str]]:
-    """Windows of one to three capitalised words of ``query`` that read as pinyin ("What does
-    Li Na expect" → ["Li", "Na"]; "Wang Zhi-yuan" → ["Wang", "Zhi", "yuan"])."""
-    out: list[list[str]] = []
+def _pinyin_names(query: str) -> list[list[list[str]]]:
+    """Windows of one to three capitalised words of ``query`` that read as pinyin, each word as its
+    syllables ("What does Li Na expect" → [["li"], ["na"]]; "Wang Zhi-yuan" → [["wang"], ["zhi"],
+    ["yuan"]])."""
+    out: list[list[list[str]]] = []
     for run in _CAPITALISED_RUN.findall(query):
-        words = [w for w in re.split(r"[ \-']", run) if w]
+        words = [pinyin.syllables(w.lower()) for w in re.split(r"[ \-']", run) if w]
         for size in (3, 2, 1):
             for i in range(len(words) - size + 1):
                 window = words[i : i + size]
-                if all(pinyin.syllables(w.lower()) is not None for w in window):
-                    out.append(window)
+                if all(w is not None for w in window):
+                    out.append(window)  # type: ignore[arg-type]
     return out
 
 
-def _spelt_in_han(words: list[str], terms: list[str], phrases: list[str]) -> None:
-    """Han spellings of a pinyin name: one word is a place or a name of its own (Hangzhou, two
-    syllables or more); two or three are a person, the surname first or last."""
-    parts = [pinyin.syllables(w.lower()) or [] for w in words]
+def _spelt_in_han(parts: list[list[str]], terms: list[str], phrases: list[str]) -> None:
+    """Han spellings of a pinyin name, given as each word's syllables: one word is a place or a
+    name of its own (Hangzhou, two syllables or more); two or three are a person, the surname
+    first or last."""
     if any(len(s) < 2 for p in parts for s in p):
         return  # a bare vowel (Maria: ma ri a, Dana: dan a) is an English name far more often than pinyin
-    if len(words) == 1:
+    if len(parts) == 1:
         if len(parts[0]) >= 2:
             terms.extend(pinyin.han_spellings(parts[0]))
         return

@@ -136,7 +136,14 @@ def home_dir() -> str:
 
 
 def config_path() -> Path:
-    return home() / "config.toml"
+    """The settings file: ``config.toml`` in the mnemo home."""
+    from pathlib import Path
+
+    return Path(_config_file())
+
+
+def _config_file() -> str:
+    return os.path.join(home_dir(), "config.toml")
 
 
 class Config:
@@ -203,7 +210,7 @@ def load(overrides: dict[str, Any] | None = None, *, cwd: str | os.PathLike[str]
     the setting to the warm service, where each payload's own folder resolves it."""
     values = {s.name: s.default for s in SETTINGS}
     origins = {s.name: "default" for s in SETTINGS}
-    path = os.path.join(home_dir(), "config.toml")
+    path = _config_file()
     if os.path.exists(path):
         tomllib = _toml()
         try:
