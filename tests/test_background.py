@@ -116,3 +116,34 @@ def test_the_background_fill_may_use_more_engine_threads_and_gives_them_back() -
         assert seen() == other
         assert e5.embed_passages(["a chunk", "另一个片段"]).shape == (2, 384)
     assert seen() == before
+
+
+def test_a_surface_fill_asked_for_again_while_finishing_takes_another_look() -> None:
+    """A write that lands while the background fill takes what it thinks is its last step (a
+    second web upload) is not left waiting for the next upload."""
+    import threading
+
+    from mnemo._settings.door import Serving
+
+    in_step, go_on = threading.Event(), threading.Event()
+
+    class Store:  # what Serving needs of a Mnemo, counting the fill steps
+        steps = 0
+
+        def refresh(self, idle: bool = False) -> bool:
+            return False
+
+        def fill_vectors(self, limit: int, idle_cores: bool) -> dict:
+            Store.steps += 1
+            if Store.steps == 1:
+                in_step.set()
+                go_on.wait(10)
+            return {"embedded": 0, "done": True}
+
+    serving = Serving(lambda: Store())
+    serving.fill_later()
+    assert in_step.wait(10)
+    serving.fill_later()  # the fill is alive, in its last step: it must look once more
+    go_on.set()
+    serving._filler.join(10)  # type: ignore[union-attr]
+    assert Store.steps == 2 and serving._filler is None

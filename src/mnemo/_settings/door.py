@@ -156,8 +156,12 @@ class Serving:
         self._idle_after = idle_after
         self._calls = 0
         self._timer: threading.Timer | None = None
-        #: the background fill of vectors a bulk write left for later (:meth:`fill_later`)
+        #: the background fill of vectors a bulk write left for later (:meth:`fill_later`), and
+        #: whether a write asked for it while it was finishing; under a lock of their own, not the
+        #: store's, which a fill step holds (the web app asks from its event loop)
         self._filler: threading.Thread | None = None
+        self._fill_again = False
+        self._fill_lock = threading.Lock()
         #: the scope the store is given when opened (a surface may change it later: ``set_scope``)
         self.scope = scope
 
@@ -211,8 +215,9 @@ class Serving:
         says what is wrong). A running fill picks up what a later write leaves."""
         import threading
 
-        with self._lock:
+        with self._fill_lock:
             if self._filler is not None and self._filler.is_alive():
+                self._fill_again = True  # it may have taken its last step already: it looks again
                 return
             self._filler = threading.Thread(target=self._fill, name="mnemo-fill", daemon=True)
             self._filler.start()
@@ -230,7 +235,11 @@ class Serving:
                 sys.stderr.write(f"mnemo: background vectors stopped: {exc}\n")
                 return
             if res["done"]:  # type: ignore[index]
-                return
+                with self._fill_lock:
+                    if not self._fill_again:
+                        self._filler = None
+                        return
+                    self._fill_again = False
             # a lock is not a queue: without a pause this loop takes it again at once, and a
             # request waiting for it waited for many steps (2 s for a search, measured)
             time.sleep(FILL_PAUSE)
