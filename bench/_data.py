@@ -56,6 +56,11 @@ class Record:
     id: str
     content: str
     created_at: datetime
+    #: where a turn sits, as a chat import records it (LoCoMo): the conversation, its session
+    #: and the turn's place in the session; ``None`` for records that stand alone (MADial events)
+    source: str | None = None
+    session: str | None = None
+    place: int | None = None
 
 
 @dataclass
@@ -151,9 +156,10 @@ def load_locomo(path: str | Path) -> list[StoreSpec]:
             if not conv[key]:
                 continue
             when = parse_locomo_datetime(conv[f"session_{num}_date_time"])
-            for turn in conv[key]:
+            for place, turn in enumerate(conv[key]):
                 content = f"{turn['speaker']}: {turn['text']}"
-                records.append(Record(id=str(turn["dia_id"]), content=content, created_at=when))
+                records.append(Record(id=str(turn["dia_id"]), content=content, created_at=when,
+                                      source=f"chat:locomo/{name}", session=f"session_{num}", place=place))
         known = {r.id for r in records}
         now = max((r.created_at for r in records), default=datetime.now(timezone.utc))
         queries: list[Query] = []

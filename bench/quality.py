@@ -41,11 +41,17 @@ def load(name: str, root: Path) -> list[_data.StoreSpec]:
     return _data.load_madial(root / "madial", lang)
 
 
-def build_store(spec: _data.StoreSpec, model: str, dataset: str) -> Mnemo:
-    folder = CACHE / model / dataset
+def build_store(spec: _data.StoreSpec, model: str, dataset: str, places: bool = True) -> Mnemo:
+    """The spec's store, imported once and cached. ``places``: each conversation turn keeps its
+    conversation, session and place (as ``mnemo ingest`` of a chat export keeps them), so recall
+    can read around a hit; without, every turn stands alone (the benchmark before 2026-12-02)."""
+    placed = places and any(r.place is not None for r in spec.records)
+    folder = CACHE / model / (dataset + ("-placed" if placed else ""))
     folder.mkdir(parents=True, exist_ok=True)
     m = Mnemo(folder / f"{spec.name}.db", model=model, scope="bench")
-    records = [{"id": r.id, "content": r.content, "created_at": r.created_at.isoformat(), "scope": "bench", "type": "note"} for r in spec.records]
+    records = [{"id": r.id, "content": r.content, "created_at": r.created_at.isoformat(), "scope": "bench", "type": "note",
+                **({"source": r.source, "source_session": r.session, "metadata": {"chunk": r.place}} if placed else {})}
+               for r in spec.records]
     t0 = time.perf_counter()
     report = m.import_(records)
     if report["imported"]:
@@ -54,15 +60,15 @@ def build_store(spec: _data.StoreSpec, model: str, dataset: str) -> Mnemo:
     return m
 
 
-def run(datasets: list[str], model: str, modes: list[str], floor: bool, root: Path) -> dict[str, Any]:
-    results: dict[str, Any] = {"model": model, "floor": floor, "datasets": {}}
+def run(datasets: list[str], model: str, modes: list[str], floor: bool, root: Path, places: bool = True) -> dict[str, Any]:
+    results: dict[str, Any] = {"model": model, "floor": floor, "places": places, "datasets": {}}
     for dataset in datasets:
         specs = load(dataset, root)
         per_mode: dict[str, list[tuple[str, dict[str, float]]]] = {mode: [] for mode in modes}
         timings: dict[str, float] = {mode: 0.0 for mode in modes}
         n_queries = 0
         for spec in specs:
-            m = build_store(spec, model, dataset)
+            m = build_store(spec, model, dataset, places)
             items = [{"qid": q.qid, "query": q.query, "now": q.now.isoformat(), "k": 10} for q in spec.queries]
             for mode in modes:
                 t0 = time.perf_counter()
@@ -83,7 +89,8 @@ def run(datasets: list[str], model: str, modes: list[str], floor: bool, root: Pa
 
 
 def report(results: dict[str, Any]) -> str:
-    lines = [f"retrieval quality — model {results['model']}, relevance floor {'on' if results['floor'] else 'off'}"]
+    lines = [f"retrieval quality — model {results['model']}, relevance floor {'on' if results['floor'] else 'off'}, "
+             f"conversation turns {'with' if results.get('places', True) else 'without'} their place"]
     for dataset, info in results["datasets"].items():
         lines.append(f"\n{dataset}: {info['queries']} queries (skipped: {info['skipped'] or 'none'})")
         cats = list(next(iter(info["modes"].values())).keys())
@@ -108,13 +115,14 @@ def main() -> None:
     ap.add_argument("--datasets", default="locomo,madial-zh,madial-en")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--no-floor", action="store_true", help="disable the relevance floor (ranking only)")
+    ap.add_argument("--no-places", action="store_true", help="import conversation turns without their session and place (no context)")
     ap.add_argument("--data", type=Path, default=None, help="benchmark data folder (default: ../shared/bench or MNEMO_BENCH_DATA)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON")
     args = ap.parse_args()
     root = args.data or _data.default_bench_root()
     if not root.exists():
         sys.exit(f"benchmark data not found at {root} (set MNEMO_BENCH_DATA)")
-    results = run(args.datasets.split(","), args.model, args.modes.split(","), not args.no_floor, root)
+    results = run(args.datasets.split(","), args.model, args.modes.split(","), not args.no_floor, root, not args.no_places)
     print(report(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -43,6 +43,7 @@ from .._recall.embed import Calibration, Embedder, make_embedder
 from .._recall.intent import asked_types, kind_terms, salient_query
 from .._recall.names import PAIR_ROWS, cross_script, paired_forms
 from .._recall.rank import Weights, rounded, score_candidates
+from .._recall.sequence import named_anchor, with_context
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
 from .._stores.open import open_store
@@ -504,10 +505,14 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             asked=asked, home=home, named=named,
         )
         floor = self.weights.min_score if min_score is None else float(min_score)
+        with self._lock:  # the turns and sections around the best hits (see _recall/sequence.py)
+            scored = with_context(scored, floor, self.store.sequence_positions,
+                                  lambda source, session, chunks: self.store.sequence_members(source, session, chunks, filters))
         scored = [s for s in scored if s.score >= floor and (min_similarity is None or (s.similarity or -1.0) >= min_similarity)]
         scored = scored[: int(top_k)]
-        memories = self.store.get_many_by_pk([s.pk for s in scored])
-        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=rounded(s.explain)) for s in scored if s.pk in memories]
+        memories = self.store.get_many_by_pk([s.pk for s in scored] + [s.explain["context_of"] for s in scored if s.explain and "context_of" in s.explain])
+        hits = [Hit(memory=memories[s.pk], score=s.score, similarity=s.similarity, explain=rounded(named_anchor(s.explain, memories)))
+                for s in scored if s.pk in memories]
         if expand:
             hits = self._expand(hits, filters)
         if touch and hits:

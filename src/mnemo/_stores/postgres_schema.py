@@ -430,6 +430,14 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE POLICY sync_state_own ON sync_state USING (owner = current_user) WITH CHECK (owner = current_user);
         """,
     ),
+    (
+        6,
+        "recall: a memory's neighbours in its document or conversation",
+        """
+        -- the chunks of one source by their place (metadata.chunk), as text: see sql.Dialect.chunk_of
+        CREATE INDEX memories_chunk ON memories (source, ((metadata)::jsonb ->> 'chunk'));
+        """,
+    ),
 ]
 
 #: run after every migration: the team shares the tables (row-level security keeps private rows

@@ -202,6 +202,34 @@ class SharedStore:
             sql += f" AND status IN ({marks(len(statuses))})"
         return [row_to_memory(r) for r in self._rows(sql + " ORDER BY pk", [source, *(statuses or ())])]
 
+    def sequence_positions(self, pks: Sequence[int]) -> dict[int, tuple[str, str | None, int]]:
+        """``pk -> (source, source_session, chunk)`` for those of ``pks`` that are a numbered part
+        of a document or conversation (metadata ``chunk``); the others are left out."""
+        if not pks:
+            return {}
+        chunk = self._DIALECT.chunk_of.format(col="metadata")
+        cond, args = self._DIALECT.member("pk", list(pks))
+        out: dict[int, tuple[str, str | None, int]] = {}
+        for pk, source, session, place in self._rows(f"SELECT pk, source, source_session, {chunk} FROM memories WHERE {cond} AND {chunk} IS NOT NULL", args):
+            try:
+                out[int(pk)] = (source, session, int(place))
+            except (TypeError, ValueError):
+                continue  # a chunk that is not a whole number (an imported record's own metadata) has no place
+        return out
+
+    def sequence_members(self, source: str, session: str | None, chunks: Sequence[int], filters: Filters) -> dict[int, int]:
+        """``pk -> chunk`` of the memories of ``source`` (and ``session``) at the places
+        ``chunks`` that pass ``filters`` (one index lookup per place: ``memories_chunk``)."""
+        if not chunks:
+            return {}
+        chunk = self._DIALECT.chunk_of.format(col="m.metadata")
+        places, args = self._DIALECT.member(chunk, [self._DIALECT.chunk_value(c) for c in chunks])
+        where, f_args = filter_clause(filters, self._DIALECT)
+        same = "m.source_session IS NULL" if session is None else "m.source_session = ?"
+        rows = self._rows(f"SELECT m.pk, {chunk} FROM memories m WHERE m.source = ? AND {places} AND {same} AND {where}",
+                          [source, *args, *([] if session is None else [session]), *f_args])
+        return {int(pk): int(place) for pk, place in rows}
+
     # ------------------------------------------------------------ injection log
 
     def log_injection(self, *, at: str, session: str | None, surface: str, query: str | None,

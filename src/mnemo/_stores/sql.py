@@ -33,6 +33,12 @@ class Dialect:
     lock_row: str = ""
     #: the expression of a fresh change counter (``seq``) for one updated row
     next_seq: str = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM memories)"
+    #: a memory's place in its document or conversation (metadata ``chunk``), spelt exactly as
+    #: the ``memories_chunk`` index spells it so that the index serves the lookup; PostgreSQL
+    #: reads it as text (a cast to a number would fail a write whose metadata says otherwise)
+    chunk_of: str = "json_extract({col}, '$.chunk')"
+    #: how a chunk number is bound against ``chunk_of``
+    chunk_value: type = int
 
     def member(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """``column`` is one of ``values``: the condition and its bindings."""
@@ -47,7 +53,8 @@ class Dialect:
 
 SQLITE = Dialect(any_array=False, tag_test="EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
 # tags are JSON text on both engines; jsonb's ``?`` (written ``??``) asks whether the array holds the string
-POSTGRES = Dialect(any_array=True, tag_test="{col}::jsonb ?? ?", lock_row=" FOR UPDATE", next_seq="nextval('memories_seq')")
+POSTGRES = Dialect(any_array=True, tag_test="{col}::jsonb ?? ?", lock_row=" FOR UPDATE", next_seq="nextval('memories_seq')",
+                   chunk_of="(({col})::jsonb ->> 'chunk')", chunk_value=str)
 
 
 def marks(n: int, param: str = "?") -> str:

@@ -204,4 +204,16 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        "recall: a memory's neighbours in its document or conversation",
+        """
+        -- the chunks of one source by their place (metadata.chunk): recall lifts the turns or
+        -- sections around a strong hit, which a question's words may not reach
+        CREATE INDEX memories_chunk ON memories (source, json_extract(metadata, '$.chunk'));
+        """,
+    )
+)
+
 LATEST_VERSION = MIGRATIONS[-1][0]
