@@ -9,7 +9,7 @@ on (as users have it); ``--no-floor`` measures the ranking alone.
     python bench/quality.py                      # e5 (default model), all datasets
     python bench/quality.py --model use --json out.json
     python bench/quality.py --datasets locomo --modes hybrid
-    python bench/quality.py --datasets conversations   # our blind held-out conversations (bench/recall/)
+    python bench/quality.py --datasets conversations,conversations2   # our blind conversations (bench/recall/)
 
 Stores are cached under ``bench/.cache/quality/<model>/`` (import is idempotent, so a rerun
 only pays for queries). The data never enters the repository.
@@ -35,16 +35,17 @@ MODES = ("fts", "vector", "hybrid")
 TARGETS = {"locomo": 0.55, "madial-zh": 0.55}
 
 
-#: our own blind set in LoCoMo's format (bench/recall/README: written by a helper who saw no
-#: code): 3 conversations of 5 sessions (two English, one Chinese), 120 questions
-CONVERSATIONS = Path(__file__).resolve().parent / "recall" / "conversations_heldout.json"
+#: our own blind sets in LoCoMo's format, written by helpers who saw no code: 3 conversations of
+#: 5 sessions each (two English, one Chinese), 120 questions a set
+CONVERSATIONS = {name: Path(__file__).resolve().parent / "recall" / f"{name.replace('conversations', 'conversations_heldout')}.json"
+                 for name in ("conversations", "conversations2")}
 
 
 def load(name: str, root: Path) -> list[_data.StoreSpec]:
     if name == "locomo":
         return _data.load_locomo(root / "locomo" / "locomo-dev.json")
-    if name == "conversations":
-        return _data.load_locomo(CONVERSATIONS)
+    if name in CONVERSATIONS:
+        return _data.load_locomo(CONVERSATIONS[name])
     lang = name.split("-", 1)[1]
     return _data.load_madial(root / "madial", lang)
 
