@@ -37,6 +37,8 @@ def test_readings_of_names_and_places() -> None:
     assert "志远" in pinyin.han_spellings(["zhi", "yuan"], limit=150, given_name=True)  # given-name characters
     assert set(pinyin.surnames_read("li")) >= {"李", "黎"} and "里" not in pinyin.surnames_read("li")
     assert len(pinyin._table()) == 6763  # every GB2312 character has its readings
+    assert all("\u4e00" <= ch <= "\u9fff" for ch in pinyin._table())  # is_han's shortcut rests on it
+    assert pinyin.is_han("杭州") and not pinyin.is_han("杭州x") and not pinyin.is_han("") and not pinyin.is_han("ｈａ")
 
 
 def test_only_the_spellings_the_store_holds_are_searched() -> None:
@@ -158,6 +160,18 @@ def test_the_glossary_names_products_and_places_but_not_words() -> None:
     assert "阿里云" in text.name_translations(["alibaba", "cloud"])  # two words, one name
     assert "us" not in text.name_translations(["美国"]) and "usa" in text.name_translations(["美国"])  # "us" is a word too
     assert text.name_translations(["部署"]) == [] and text.translations(["部署"])  # a term, not a name
+
+
+def test_the_glossary_is_written_in_simplified_chinese() -> None:
+    """The glossary is loaded without the traditional → simplified converter (its dictionary
+    costs a cold English search ~5 ms): a traditional form added to the file would never match."""
+    import unicodedata
+
+    from mnemo._base import text
+
+    folded = unicodedata.normalize("NFKC", (text.DATA / "glossary.tsv").read_text("utf-8")).casefold()
+    assert [line for line in folded.splitlines() if text.normalize(line) != line] == []
+    assert text.normalize("支付寶") == "支付宝"  # the check above can fail: the converter does change traditional forms
 
 
 STUDIO = [

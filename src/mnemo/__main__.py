@@ -25,8 +25,53 @@ def _only_store_options(args: list[str]) -> bool:
     return True
 
 
+def _exit_code(code: object) -> int:
+    """The status ``sys.exit(code)`` ends the process with."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _leave_without_teardown(status: list[int]) -> None:
+    """The last exit handler: once the command has finished (its output written, its store
+    closed, non-daemon threads joined and every other exit handler run, as Python does before
+    these), end the process without the interpreter's teardown of every module and object,
+    which took ~50 ms of a 0.4 s cold ``mnemo search`` (the engine's and numpy's memory freed
+    object by object). A command that ended in an uncaught error keeps the ordinary exit."""
+    if not status:
+        return
+    import os
+
+    apsw = sys.modules.get("apsw")
+    if apsw is not None:
+        for conn in apsw.connections():  # a connection nobody closed: closed as teardown would (WAL checkpointed)
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - leaving anyway; the next open recovers the log
+                pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe: nothing more can be said
+            pass
+    os._exit(status[0])
+
+
 def launch() -> None:
     """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
+    import atexit
+
+    status: list[int] = []
+    atexit.register(_leave_without_teardown, status)  # registered first: runs after every other handler
+    try:
+        _launch()
+    except SystemExit as exc:
+        status.append(_exit_code(exc.code))
+        raise
+    status.append(0)
+
+
+def _launch() -> None:
     argv = sys.argv[1:]
     from ._hooks.client import command_of
 

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 from .._base.models import MEMORY_TYPES, format_time, utcnow
 from .._base.text import has_han
 from .._base.tokens import estimate_tokens
-from .._capture import detect as _detect
 from .._capture.transcript import Message, detect_format, parse, parse_claude_lines, parse_messages
 from .._privacy.redact import _PRIVATE  # the redactor's own definition of a <private> span (unclosed: to the end)
 from ..errors import InvalidInputError
@@ -358,6 +357,8 @@ class CaptureOps:
 # ---------------------------------------------------------------- helpers
 
 def _rule_candidates(messages: list[Message]) -> list[dict[str, Any]]:
+    from .._capture import detect as _detect  # its rules and model load when capture runs, not with every command (~10 ms)
+
     out = []
     for m in messages:
         for d in _detect.detect(m.text, role=m.role):
@@ -381,6 +382,8 @@ def validate_llm_answer(answer: Any, where: str = "the LLM") -> list[dict[str, A
     """The memories of an LLM answer, checked against the schema
     ``{"memories": [{"content", "type", "confidence", "tags"?, "speaker"?}]}``; any violation
     raises :class:`CaptureFallback` (so nothing of a bad answer is used)."""
+    from .._capture import detect as _detect
+
     items = answer.get("memories") if isinstance(answer, dict) else None
     if not isinstance(items, list):
         raise CaptureFallback(f"{where} answered without a \"memories\" list")
