@@ -76,6 +76,39 @@ def test_ingest_chat_exports_as_dated_notes(m: Mnemo) -> None:
     assert {g.metadata["headings"][0] for g in gpt} == {"Rust 学习计划", "Postgres vacuum"}
     hits = m.recall("autovacuum cost limit", touch=False)
     assert hits and "Raise the cost limit" in hits[0].memory.content
+    assert {g.source_session for g in gpt} == {"Rust 学习计划", "Postgres vacuum"}  # each window its conversation's
+    assert all(w.source_session is None for w in wins)  # a WeChat file is one conversation
+
+
+def test_context_stays_inside_one_conversation_of_an_export(m: Mnemo, tmp_path: Path) -> None:
+    """Windows are numbered across an export; the window before a hit that belongs to another
+    conversation is not lifted as its context, the one after it in the same conversation is."""
+    t0 = 1714550400
+    def conv(title: str, start: int, texts: list[str]) -> dict[str, Any]:
+        mapping, parent = {}, None
+        for i, text in enumerate(texts):
+            node = f"{title}-{i}"
+            mapping[node] = {"id": node, "parent": parent, "children": [], "message": {
+                "author": {"role": "user" if i % 2 == 0 else "assistant"}, "create_time": start + i * 10 * 3600,
+                "content": {"content_type": "text", "parts": [text]}}}
+            if parent:
+                mapping[parent]["children"].append(node)
+            parent = node
+        return {"title": title, "create_time": start, "mapping": mapping, "current_node": parent}
+
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([
+        conv("Garden", t0, ["The tomatoes need staking this week.", "Use bamboo canes, they last longer."]),
+        conv("Car", t0 + 86400 * 30, ["The mechanic quoted 400 euros for the brakes.", "That sounds fair for both axles."]),
+    ]), encoding="utf-8")
+    m.ingest([export], capture=False)  # the windows alone (capture would add memories of its own)
+    hits = m.recall("mechanic brakes quote", top_k=10, explain=True, touch=False)
+    assert hits[0].memory.source_session == "Car"
+    windows_ = sorted(m.store.memories_by_source(f"chat:{export}"), key=lambda w: w.metadata["chunk"])
+    assert [(w.metadata["chunk"], w.source_session) for w in windows_] == [(0, "Garden"), (1, "Garden"), (2, "Car"), (3, "Car")]
+    assert hits[0].memory.id == windows_[2].id
+    # of the places 0, 1 and 3 around it, only the reply in the same conversation comes along
+    assert {h.memory.id for h in hits if h.explain.get("context_of") == windows_[2].id} == {windows_[3].id}
 
 
 def test_capture_rules_run_over_chat_messages_when_available(m: Mnemo, monkeypatch: pytest.MonkeyPatch) -> None:

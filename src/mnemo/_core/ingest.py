@@ -554,6 +554,9 @@ def _chat_parsed(doc: Document, messages: list[Any], chunk_chars: int) -> _Parse
             "content": content,
             "created_at": first.time,
             "embed_prefix": prefix,
+            # a window never spans two conversations of an export; recall reads around a hit only
+            # within its conversation (see _recall/sequence.py)
+            "source_session": first.conversation or None,
             "metadata": {
                 "title": title, "headings": list(heading), "chunk": i, "chunks": len(wins), "origin": "chat",
                 "speakers": list(dict.fromkeys(m.sender for m in win.messages)), "messages": len(win.messages),
