@@ -37,16 +37,25 @@ def test_a_connection_left_open_is_closed_before_leaving(tmp_path: Path) -> None
     db = tmp_path / "t.db"
     code = (
         "import apsw, sys\n"
-        "from mnemo.__main__ import _leave_without_teardown\n"
+        "from mnemo.__main__ import _leave\n"
         f"c = apsw.Connection({str(db)!r})\n"
         "c.execute('PRAGMA journal_mode=WAL'); c.execute('CREATE TABLE t (x)'); c.execute('INSERT INTO t VALUES (42)')\n"
         "print('written', flush=True)\n"
         "sys.stdout.write('unflushed')\n"
-        "_leave_without_teardown([3])\n"
+        "import atexit; atexit.register(lambda: print(' and handled', end=''))\n"
+        "_leave(3)\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ})
-    assert res.returncode == 3 and res.stdout == "written\nunflushed"
+    assert res.returncode == 3 and res.stdout == "written\nunflushed and handled"  # exit handlers ran, output flushed
     assert not (tmp_path / "t.db-wal").exists()
     import apsw
 
     assert apsw.Connection(str(db)).execute("SELECT x FROM t").fetchall() == [(42,)]
+
+
+def test_a_message_as_exit_code_is_printed_and_ends_with_status_one() -> None:
+    res = subprocess.run([sys.executable, "-c", "from mnemo.__main__ import _leave\n_leave('cannot go on')"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1 and res.stderr == "cannot go on\n"
+    res = subprocess.run([sys.executable, "-c", "from mnemo.__main__ import _leave\n_leave(None)"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and res.stderr == ""

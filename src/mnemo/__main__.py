@@ -25,50 +25,52 @@ def _only_store_options(args: list[str]) -> bool:
     return True
 
 
-def _exit_code(code: object) -> int:
-    """The status ``sys.exit(code)`` ends the process with."""
-    if code is None:
-        return 0
-    return code if isinstance(code, int) else 1
-
-
-def _leave_without_teardown(status: list[int]) -> None:
-    """The last exit handler: once the command has finished (its output written, its store
-    closed, non-daemon threads joined and every other exit handler run, as Python does before
-    these), end the process without the interpreter's teardown of every module and object,
-    which took ~50 ms of a 0.4 s cold ``mnemo search`` (the engine's and numpy's memory freed
-    object by object). A command that ended in an uncaught error keeps the ordinary exit."""
-    if not status:
-        return
+def _leave(code: object) -> None:
+    """End the process as ``sys.exit(code)`` would, without the interpreter's teardown of every
+    module and object, which took ~50 ms of a 0.4 s cold ``mnemo search`` (the engine's and
+    numpy's memory freed object by object). What an exit must still do is done first, in
+    Python's own order: the message of a non-numeric code, the non-daemon threads joined (the
+    engine's runner), every exit handler run (the warm service's start, a wrapping program's
+    own), an SQLite connection nobody closed closed (its log checkpointed), output flushed.
+    Where the interpreter lacks the hooks for that, it exits the ordinary way."""
+    import atexit
     import os
+    import threading
 
+    join, run_handlers = getattr(threading, "_shutdown", None), getattr(atexit, "_run_exitfuncs", None)
+    if join is None or run_handlers is None:  # pragma: no cover - another interpreter
+        raise SystemExit(code)
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    join()
+    run_handlers()
     apsw = sys.modules.get("apsw")
-    if apsw is not None:
-        for conn in apsw.connections():  # a connection nobody closed: closed as teardown would (WAL checkpointed)
-            try:
-                conn.close()
-            except Exception:  # noqa: BLE001 - leaving anyway; the next open recovers the log
-                pass
+    for conn in apsw.connections() if apsw is not None else ():
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - leaving anyway; the next open recovers the log
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed pipe: nothing more can be said
             pass
-    os._exit(status[0])
+    os._exit(status)
 
 
 def launch() -> None:
-    """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI."""
-    import atexit
-
-    status: list[int] = []
-    atexit.register(_leave_without_teardown, status)  # registered first: runs after every other handler
+    """The ``mnemo`` console script: ``hook`` takes the fast path, the rest is the click CLI.
+    A command that ends in an uncaught error keeps Python's own exit (and its traceback)."""
     try:
         _launch()
     except SystemExit as exc:
-        status.append(_exit_code(exc.code))
-        raise
-    status.append(0)
+        _leave(exc.code)
+    _leave(0)
 
 
 def _launch() -> None:
