@@ -139,3 +139,31 @@ def test_the_answer_next_to_the_match_with_the_real_model(tmp_path: Path, store_
         _talk(alone, places=False)
         ids = [h.memory.id for h in alone.recall(question, top_k=5)]
         assert ids[0] == "turn-2" and "turn-4" not in ids, ids
+
+
+def test_an_edit_above_a_kept_chunk_moves_its_place(m: Mnemo, tmp_path: Path) -> None:
+    """Re-ingesting an edited document keeps its unchanged chunks (same memory, no new vector)
+    but gives them their new places, so reading around a hit still reads its real neighbours."""
+    doc = tmp_path / "runbook.md"
+    sections = ["## Backups\n\nThe database is backed up nightly to the NAS.",
+                "## Restore\n\nRestores are tested on the first Monday of each month.",
+                "## Contacts\n\nThe on-call engineer answers the pager within fifteen minutes."]
+    doc.write_text("# Runbook\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    m.ingest([doc], chunk_chars=120)
+    before = {c.content: c for c in m.store.memories_by_source(f"file:{doc}")}
+    calls = m.embedder.calls
+    doc.write_text("# Runbook\n\n## Access\n\nAsk IT for a VPN token before your first shift.\n\n" + "\n\n".join(sections) + "\n",
+                   encoding="utf-8")
+    m.ingest([doc], chunk_chars=120)
+    after = sorted(m.store.memories_by_source(f"file:{doc}"), key=lambda c: c.metadata["chunk"])
+    assert [c.metadata["chunk"] for c in after] == list(range(len(after))) == list(range(len(before) + 1))
+    assert all(before[c.content].id == c.id for c in after[1:])  # kept, not rewritten
+    assert m.embedder.calls - calls == 1  # only the new section was embedded
+    doc_text = doc.read_text("utf-8")
+    assert all(doc_text[c.metadata["start"]:c.metadata["end"]].strip() == c.content.strip() for c in after)
+    # the restore section's neighbours are the backups and contacts sections, not stale places
+    hits = m.recall("first Monday restore test", top_k=5, explain=True, touch=False)
+    restore = next(c for c in after if "first Monday" in c.content)
+    near = {c.id for c in after if abs(c.metadata["chunk"] - restore.metadata["chunk"]) <= 2 and c.id != restore.id}
+    assert hits[0].memory.id == restore.id
+    assert {h.memory.id for h in hits if h.explain.get("context_of") == restore.id} <= near

@@ -287,7 +287,7 @@ class IngestOps:
         unused: dict[str, list[Any]] = {}
         for mem in old:
             unused.setdefault(mem.metadata.get("chunk_hash", ""), []).append(mem)
-        kept, fresh_records = 0, []
+        kept, fresh_records, moved = 0, [], []
         # titles and headings are stored in metadata and the sources table: redacted like content
         clean = self._redacted_prefix
         parsed.title = clean(parsed.title) if parsed.title else parsed.title
@@ -298,8 +298,13 @@ class IngestOps:
             md["headings"] = [clean(h) for h in md["headings"]]
             match = unused.get(rec["metadata"]["chunk_hash"])
             if match and match[0].scope == scope and match[0].type == type:
-                match.pop(0)
+                same = match.pop(0)
                 kept += 1
+                # its place in the new version (recall reads around a chunk by it): an edit above
+                # it moved it; the text and its vector stay
+                place = {k: md[k] for k in _PLACE if k in md and same.metadata.get(k) != md[k]}
+                if place:
+                    moved.append((same.id, {**same.metadata, **place}))
             else:
                 fresh_records.append(rec)
         replaced = [m for ms in unused.values() for m in ms]
@@ -319,6 +324,8 @@ class IngestOps:
                         insert()
                     written.extend(batch)
                     if n == len(batches) - 1:
+                        for memory_id, metadata in moved:
+                            self.store.update_fields(memory_id, metadata=metadata)
                         self._finish_source(key, parsed, written, replaced, existing, size=size, mtime=mtime,
                                             content_hash=content_hash, scope=scope, type=type, chunk_chars=chunk_chars, extra=extra)
                 run.timings["store"] += time.perf_counter() - t1
@@ -492,6 +499,11 @@ class _Parsed:
         self.time_from = time_from
         self.messages = messages
         self.records = records if records is not None else _chunk_records(title, when, chunks, origin=kind)
+
+
+#: a chunk's place in its document, brought up to date on a kept chunk when an edit moves it
+#: (the total count is the source's; rewriting it on every chunk at every edit was churn)
+_PLACE = ("chunk", "start", "end")
 
 
 def _chunk_records(title: str, when: datetime, chunks: list[Chunk], *, origin: str) -> list[dict[str, Any]]:
