@@ -434,8 +434,12 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         6,
         "recall: a memory's neighbours in its document or conversation",
         """
-        -- the chunks of one source by their place (metadata.chunk), as text: see sql.Dialect.chunk_of
-        CREATE INDEX memories_chunk ON memories (source, ((metadata)::jsonb ->> 'chunk'));
+        -- the chunks of one source by their place (metadata.chunk), as text (see sql.Dialect.chunk_of).
+        -- A column, not an expression index: row-level security lets only leakproof operators into
+        -- an index condition, and ->> is not one, so the expression was a filter over every row of
+        -- the source (8 ms for an 8,000-chunk file, against 0.05 ms)
+        ALTER TABLE memories ADD COLUMN place TEXT GENERATED ALWAYS AS (((metadata)::jsonb ->> 'chunk')) STORED;
+        CREATE INDEX memories_chunk ON memories (source, place);
         """,
     ),
 ]

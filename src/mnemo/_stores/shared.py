@@ -207,7 +207,7 @@ class SharedStore:
         of a document or conversation (metadata ``chunk``); the others are left out."""
         if not pks:
             return {}
-        chunk = self._DIALECT.chunk_of.format(col="metadata")
+        chunk = self._DIALECT.chunk_of.format(t="")
         cond, args = self._DIALECT.member("pk", list(pks))
         out: dict[int, tuple[str, str | None, int]] = {}
         for pk, source, session, place in self._rows(f"SELECT pk, source, source_session, {chunk} FROM memories WHERE {cond} AND {chunk} IS NOT NULL", args):
@@ -222,7 +222,7 @@ class SharedStore:
         ``chunks`` that pass ``filters`` (one index lookup per place: ``memories_chunk``)."""
         if not chunks:
             return {}
-        chunk = self._DIALECT.chunk_of.format(col="m.metadata")
+        chunk = self._DIALECT.chunk_of.format(t="m.")
         places, args = self._DIALECT.member(chunk, [self._DIALECT.chunk_value(c) for c in chunks])
         where, f_args = filter_clause(filters, self._DIALECT)
         same = "m.source_session IS NULL" if session is None else "m.source_session = ?"

@@ -33,10 +33,11 @@ class Dialect:
     lock_row: str = ""
     #: the expression of a fresh change counter (``seq``) for one updated row
     next_seq: str = "(SELECT COALESCE(MAX(seq), 0) + 1 FROM memories)"
-    #: a memory's place in its document or conversation (metadata ``chunk``), spelt exactly as
-    #: the ``memories_chunk`` index spells it so that the index serves the lookup; PostgreSQL
-    #: reads it as text (a cast to a number would fail a write whose metadata says otherwise)
-    chunk_of: str = "json_extract({col}, '$.chunk')"
+    #: a memory's place in its document or conversation (metadata ``chunk``) in table alias
+    #: ``{t}``, spelt as the ``memories_chunk`` index has it so that the index serves the lookup:
+    #: SQLite indexes the expression, PostgreSQL a generated text column (see its migration 6;
+    #: a cast to a number would fail a write whose metadata says otherwise)
+    chunk_of: str = "json_extract({t}metadata, '$.chunk')"
     #: how a chunk number is bound against ``chunk_of``
     chunk_value: type = int
 
@@ -54,7 +55,7 @@ class Dialect:
 SQLITE = Dialect(any_array=False, tag_test="EXISTS (SELECT 1 FROM json_each({col}) WHERE value = ?)")
 # tags are JSON text on both engines; jsonb's ``?`` (written ``??``) asks whether the array holds the string
 POSTGRES = Dialect(any_array=True, tag_test="{col}::jsonb ?? ?", lock_row=" FOR UPDATE", next_seq="nextval('memories_seq')",
-                   chunk_of="(({col})::jsonb ->> 'chunk')", chunk_value=str)
+                   chunk_of="{t}place", chunk_value=str)
 
 
 def marks(n: int, param: str = "?") -> str:
