@@ -192,3 +192,21 @@ def test_a_damaged_store_is_one_line_and_does_not_block(tmp_path: Path, monkeypa
     r = hook("user-prompt", payload("user_prompt.json", tmp_path))
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.startswith("mnemo hook user-prompt: ") and "Traceback" not in r.stderr
+
+
+def test_a_retry_after_a_lost_answer_injects_again_a_repeat_does_not(m: Any, tmp_path: Path) -> None:
+    """A warm service killed after it recorded a prompt's injection and before it replied: the
+    hook's in-process retry (``retry``) offers those memories again; the user sending the same
+    prompt again (no retry) still gets nothing twice, and a retry of another prompt retracts nothing."""
+    from mnemo._hooks.handlers import run_hook
+
+    m.remember("The main database is PostgreSQL 16", type="decision")
+    settings = {"context_top_k": 5, "context_budget_tokens": 400, "scope": ["global", "default"]}
+    p = {"session_id": "s-retry", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", "prompt": "which database do we use?"}
+    first = run_hook(m, "user-prompt", p, settings)
+    assert "PostgreSQL 16" in first["stdout"]
+    assert run_hook(m, "user-prompt", p, settings)["stdout"] == ""  # sent again: already injected
+    retried = run_hook(m, "user-prompt", p, {**settings, "retry": True})
+    assert "PostgreSQL 16" in retried["stdout"] and retried["memory_ids"] == first["memory_ids"]
+    other = {**p, "prompt": "what about the database version?"}
+    assert run_hook(m, "user-prompt", other, {**settings, "retry": True})["stdout"] == ""  # not the last prompt

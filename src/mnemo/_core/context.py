@@ -186,6 +186,8 @@ class ContextOps:
             if session:
                 seen = set(self._session_list(session, "injected"))
                 self.store.set_session_value(session, "injected", sorted(seen | set(ids)), stamp)
+                if result.get("kind") == "prompt" and result.get("query"):  # see retract_injection
+                    self.store.set_session_value(session, "last_prompt", {"key": _prompt_key(result["query"]), "ids": ids}, stamp)
             self.store.touch(ids, stamp)
             result["log_id"] = self.store.log_injection(
                 at=stamp, session=session, surface=surface, query=result.get("query"), memory_ids=ids,
@@ -279,6 +281,24 @@ class ContextOps:
             return True
         return bool(session and self.store.get_session_value(session, "paused"))
 
+    def retract_injection(self: "Mnemo", session: str, query: str) -> int:
+        """Un-mark what the session's last prompt injected when ``query`` is that prompt: the
+        hook is retrying after its answer was lost (a warm service killed between recording the
+        injection and replying), so those memories never reached the assistant and must be
+        offered again. A prompt the user simply sends twice is not retracted (no retry: the
+        second finds them already injected). Returns how many were un-marked."""
+        from .capture import strip_private
+
+        last = self._session_value(session, "last_prompt")
+        cleaned = self._clean_query(strip_private(query)).strip()
+        if not isinstance(last, dict) or not cleaned or last.get("key") != _prompt_key(cleaned):
+            return 0
+        retracted = {str(i) for i in last.get("ids") or ()}
+        kept = [i for i in self._session_list(session, "injected") if i not in retracted]
+        self._session_note(session, "injected", kept)
+        self._session_note(session, "last_prompt", None)
+        return len(retracted)
+
     def _session_list(self: "Mnemo", session: str | None, key: str) -> list[str]:
         if not session:
             return []
@@ -325,3 +345,10 @@ class ContextOps:
     def _session_value(self: "Mnemo", session: str, key: str) -> Any:
         """A value kept with :meth:`_session_note`, or None."""
         return self.store.get_session_value(session, key)
+
+
+def _prompt_key(query: str) -> str:
+    """What identifies a prompt in the session's bookkeeping (the redacted prompt, hashed)."""
+    import hashlib
+
+    return hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]

@@ -87,11 +87,18 @@ def live_socket(db: str) -> str | None:
 
 def request(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT) -> dict[str, Any] | None:
     """Send one request to the store's warm service; None when no service answers in time."""
+    return _ask(db, message, timeout=timeout)[0]
+
+
+def _ask(db: str, message: dict[str, Any], *, timeout: float = REPLY_TIMEOUT) -> tuple[dict[str, Any] | None, bool]:
+    """:func:`request`, and whether the request reached a service whose answer was then lost."""
     path = live_socket(db)
     if path is None:
-        return None
+        return None, False
     sent, reply = exchange(path, message, timeout=timeout)
-    return reply if sent and isinstance(reply, dict) and not reply.get("stale") else None
+    if sent and isinstance(reply, dict) and not reply.get("stale"):
+        return reply, False
+    return None, sent and reply is None
 
 
 def exchange(path: str, message: dict[str, Any], *, timeout: float) -> tuple[bool, Any]:
@@ -212,8 +219,9 @@ def _hook(event: str, *, db: str | None, model: str | None, stdin: Any) -> int:
         sys.stderr.write(f"mnemo: no store at {path} yet (`mnemo init` creates it); nothing to do\n")
         return 0
     settings = {"context_top_k": cfg["context_top_k"], "context_budget_tokens": cfg["context_budget_tokens"], "scope": list(cfg.raw_scope)}
-    reply = request(path, {"op": "hook", "event": event, "payload": payload, "settings": settings})
+    reply, lost = _ask(path, {"op": "hook", "event": event, "payload": payload, "settings": settings})
     if reply is None:
+        settings["retry"] = lost  # the service may have recorded an injection this process never saw
         idle = float(cfg["serve_idle_seconds"])
         if idle > 0 and not service_running(path) and _can_lock(path):
             try:

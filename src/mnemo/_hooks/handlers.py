@@ -106,6 +106,8 @@ def run_hook(m: "Mnemo", event: str, payload: dict[str, Any], settings: dict[str
             texts.append(res["text"])
             ids += [x["id"] for x in res["memories"]]
         if prompt.strip():
+            if settings.get("retry") and session:  # the service took this prompt and its answer was lost
+                m.retract_injection(session, prompt)
             res = m.context(prompt, scope=scope, session=session, top_k=top_k, budget_tokens=budget, surface=surface)
             texts.append(res["text"])
             ids += [x["id"] for x in res["memories"]]
