@@ -23,6 +23,7 @@ NOT_OPERATIONS = {
     "before_compaction": "hook bookkeeping: the PreCompact hook keeps what was injected",
     "after_compaction": "hook bookkeeping: SessionStart(compact) or the next prompt injects it again",
     "prune_sessions": "hook bookkeeping: SessionStart drops old sessions' injected lists",
+    "retract_injection": "hook bookkeeping: a hook's retry after the warm service lost its answer offers that prompt's memories again",
     "refresh": "the warm service's check between requests for a store file replaced under it",
     "queue_capture": "hands an exchange from ask, chat or the proxy to capture (auto is the operation)",
     "run_capture_queue": "captures the exchanges ask, chat and the proxy queued (auto is the operation)",
