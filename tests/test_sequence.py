@@ -167,3 +167,23 @@ def test_an_edit_above_a_kept_chunk_moves_its_place(m: Mnemo, tmp_path: Path) ->
     near = {c.id for c in after if abs(c.metadata["chunk"] - restore.metadata["chunk"]) <= 2 and c.id != restore.id}
     assert hits[0].memory.id == restore.id
     assert {h.memory.id for h in hits if h.explain.get("context_of") == restore.id} <= near
+
+
+def test_explain_shows_what_lifted_a_neighbour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mnemo search --explain` of a neighbour lifted by context: its own breakdown ends at its
+    own score, and one more line names the hit; one that neither channel found has only that line."""
+    from rich.console import Console
+
+    from mnemo._base.models import Hit, Memory
+    from mnemo._cli import render
+
+    console = Console(record=True, width=400, highlight=False, soft_wrap=True)
+    monkeypatch.setattr(render, "out", console)
+    own = {"similarity": 0.77, "baseline": 0.73, "bm25": 0.0, "dense_relevance": 0.0, "lexical_relevance": 0.0, "relevance": 0.0,
+           "importance_factor": 1.0, "confidence_factor": 1.0, "recency_factor": 1.0, "access_factor": 1.0, "time_factor": 1.0,
+           "score": 0.408, "context_of": "turn-2", "context_share": 0.85, "own_score": 0.01}
+    render.hits([Hit(Memory(id="turn-4", content="the one by the river"), 0.408, 0.77, own),
+                 Hit(Memory(id="turn-5", content="see you there"), 0.408, None,
+                     {"context_of": "turn-2", "context_share": 0.85, "own_score": 0.0, "score": 0.408})], explain=True)
+    text = console.export_text()
+    assert "= 0.010" in text and text.count("↳ next to turn-2 in its document or conversation: 0.85 of that hit's score = 0.408") == 2

@@ -70,14 +70,19 @@ def hits(results: list[Hit], explain: bool) -> None:
             out.print(f"   [magenta]↳ linked ({h.link['kind']}, strength {h.link['strength']:.2f}) to {h.via}, not matched by the query[/]")
         if explain and h.explain:
             e = h.explain
-            sim = "—" if e["similarity"] is None else f"{e['similarity']:.3f} (baseline {e['baseline']:.3f})"
-            out.print(
-                f"   [cyan]cosine {sim} → dense {e['dense_relevance']:.2f}; bm25 {e['bm25']:.2f} → lexical {e['lexical_relevance']:.2f}; "
-                f"relevance {e['relevance']:.3f} × importance {e['importance_factor']:.2f} × confidence {e['confidence_factor']:.2f} "
-                f"× recency {e['recency_factor']:.2f} × access {e['access_factor']:.2f} × time {e['time_factor']:.2f}"
-                + "".join(f" × {name} {e[key]:.2f}" for name, key in (("type", "type_factor"), ("scope", "scope_factor")) if e.get(key, 1.0) != 1.0)
-                + f" = {e['score']:.3f}[/]"
-            )
+            lifted = "context_of" in e
+            if "relevance" in e:  # scored by the channels (a neighbour lifted from nowhere has no breakdown)
+                sim = "—" if e["similarity"] is None else f"{e['similarity']:.3f} (baseline {e['baseline']:.3f})"
+                out.print(
+                    f"   [cyan]cosine {sim} → dense {e['dense_relevance']:.2f}; bm25 {e['bm25']:.2f} → lexical {e['lexical_relevance']:.2f}; "
+                    f"relevance {e['relevance']:.3f} × importance {e['importance_factor']:.2f} × confidence {e['confidence_factor']:.2f} "
+                    f"× recency {e['recency_factor']:.2f} × access {e['access_factor']:.2f} × time {e['time_factor']:.2f}"
+                    + "".join(f" × {name} {e[key]:.2f}" for name, key in (("type", "type_factor"), ("scope", "scope_factor")) if e.get(key, 1.0) != 1.0)
+                    + f" = {e['own_score'] if lifted else e['score']:.3f}[/]"
+                )
+            if lifted:
+                out.print(f"   [magenta]↳ next to {e['context_of']} in its document or conversation: "
+                          f"{e['context_share']:.2f} of that hit's score = {e['score']:.3f}[/]")
 
 
 def scope_line(scope: str) -> None:
