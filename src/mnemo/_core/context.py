@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base.models import Memory, format_time, parse_time, utcnow
+from .._base.text import text_hash
 from .._base.tokens import estimate_tokens, has_cjk
 from ..errors import InvalidInputError
 
@@ -126,10 +127,7 @@ class ContextOps:
                                   "kind": "key" if query is None else "prompt", "query": None, "scope": scope or self.scope,
                                   "log_id": None}
         if query is not None:
-            from .capture import strip_private
-
-            # <private> spans are never searched for, logged or echoed, even with redaction off
-            query = self._clean_query(strip_private(query)).strip()
+            query = self._prompt_text(query)
             if not query:
                 return result
             result["query"] = query
@@ -187,7 +185,7 @@ class ContextOps:
                 seen = set(self._session_list(session, "injected"))
                 self.store.set_session_value(session, "injected", sorted(seen | set(ids)), stamp)
                 if result.get("kind") == "prompt" and result.get("query"):  # see retract_injection
-                    self.store.set_session_value(session, "last_prompt", {"key": _prompt_key(result["query"]), "ids": ids}, stamp)
+                    self.store.set_session_value(session, "last_prompt", {"key": text_hash(result["query"]), "ids": ids}, stamp)
             self.store.touch(ids, stamp)
             result["log_id"] = self.store.log_injection(
                 at=stamp, session=session, surface=surface, query=result.get("query"), memory_ids=ids,
@@ -287,17 +285,22 @@ class ContextOps:
         injection and replying), so those memories never reached the assistant and must be
         offered again. A prompt the user simply sends twice is not retracted (no retry: the
         second finds them already injected). Returns how many were un-marked."""
-        from .capture import strip_private
-
         last = self._session_value(session, "last_prompt")
-        cleaned = self._clean_query(strip_private(query)).strip()
-        if not isinstance(last, dict) or not cleaned or last.get("key") != _prompt_key(cleaned):
+        cleaned = self._prompt_text(query)
+        if not isinstance(last, dict) or not cleaned or last.get("key") != text_hash(cleaned):
             return 0
         retracted = {str(i) for i in last.get("ids") or ()}
         kept = [i for i in self._session_list(session, "injected") if i not in retracted]
         self._session_note(session, "injected", kept)
         self._session_note(session, "last_prompt", None)
         return len(retracted)
+
+    def _prompt_text(self: "Mnemo", query: str) -> str:
+        """A prompt as context searches, logs and keys it: <private> spans are never searched
+        for, logged or echoed, even with redaction off; the rest is redacted."""
+        from .capture import strip_private
+
+        return self._clean_query(strip_private(query)).strip()
 
     def _session_list(self: "Mnemo", session: str | None, key: str) -> list[str]:
         if not session:
@@ -345,10 +348,3 @@ class ContextOps:
     def _session_value(self: "Mnemo", session: str, key: str) -> Any:
         """A value kept with :meth:`_session_note`, or None."""
         return self.store.get_session_value(session, key)
-
-
-def _prompt_key(query: str) -> str:
-    """What identifies a prompt in the session's bookkeeping (the redacted prompt, hashed)."""
-    import hashlib
-
-    return hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]

@@ -83,8 +83,7 @@ def with_context(
         return scored
     out = [lifted.get(s.pk, s) for s in scored] + [s for pk, s in lifted.items() if pk not in by_pk]
     # a tie (two neighbours of one hit) goes to the one that matched better by itself
-    own_score = {s.pk: s.score for s in scored}
-    out.sort(key=lambda s: (-s.score, -own_score.get(s.pk, 0.0), -s.pk))
+    out.sort(key=lambda s: (-s.score, -(by_pk[s.pk].score if s.pk in by_pk else 0.0), -s.pk))
     return out
 
 
