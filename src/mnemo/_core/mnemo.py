@@ -472,21 +472,25 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 idx = self._fresh_index()
                 qvec = _qvec if _qvec is not None else self._query_vector(query)
                 baseline = float(np.mean(self._anchors() @ qvec))
-                cosines = dict(idx.search(qvec, k_cand, filters))  # every filter applied inside the scan
-            if mode != "vector":
-                terms, phrases = _text.query_terms(query)
-                n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
-                paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self._doc_freqs)  # 友盟（Umeng）
-                terms = self._drop_common_terms(terms)
-                extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
-                names, name_phrases = cross_script(query, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
-                names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
-                match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
-                                                   phrases + name_phrases)
-                if match:
-                    bm25 = dict(self.store.fts_search(match, filters, k_cand))
-                if names or name_phrases:  # the memories that name them: see rank.py on cross-script names
-                    named = self._naming(names, name_phrases, filters, k_cand)
+                scan = idx.start_search(qvec, k_cand, filters)  # on a large store it runs beside the full-text search
+            try:
+                if mode != "vector":
+                    terms, phrases = _text.query_terms(query)
+                    n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
+                    paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self._doc_freqs)  # 友盟（Umeng）
+                    terms = self._drop_common_terms(terms)
+                    extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
+                    names, name_phrases = cross_script(query, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
+                    names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
+                    match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
+                                                       phrases + name_phrases)
+                    if match:
+                        bm25 = dict(self.store.fts_search(match, filters, k_cand))
+                    if names or name_phrases:  # the memories that name them: see rank.py on cross-script names
+                        named = self._naming(names, name_phrases, filters, k_cand)
+            finally:
+                if mode != "fts":
+                    cosines = dict(scan())  # every filter applied inside the scan
             if asked and mode != "fts":
                 # memories of the asked-for kind are candidates even when no word of the question is
                 # in them ("技术栈是什么" / "项目使用 FastAPI + PostgreSQL"): the most important few

@@ -146,8 +146,8 @@ class Store(AuxStore, Protocol):
 class VectorSearch(Protocol):
     """Optional: a store that answers the vector channel itself (PostgreSQL with pgvector)
     instead of the core's in-memory matrix. ``vector_index(model)`` returns an object with
-    :class:`~mnemo._recall.vindex.VectorIndex`'s query methods (``mask``, ``search``, ``similarity``,
-    ``vectors``); ``vector_search`` is the filtered top-k it rests on."""
+    :class:`~mnemo._recall.vindex.VectorIndex`'s query methods (``mask``, ``search``, ``start_search``,
+    ``similarity``, ``vectors``); ``vector_search`` is the filtered top-k it rests on."""
 
     def vector_index(self, model: str) -> Any: ...
     def vector_search(self, model: str, query: Any, filters: Filters, k: int) -> list[tuple[int, float]]: ...

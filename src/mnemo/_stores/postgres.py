@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import numpy as np
@@ -124,7 +124,7 @@ def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
 
 
 class PgVectorIndex:
-    """The core's vector-index interface (``search``/``similarity``/``vectors``, as
+    """The core's vector-index interface (``search``/``start_search``/``similarity``/``vectors``, as
     :class:`~mnemo._recall.vindex.VectorIndex`) answered by pgvector in the server."""
 
     def __init__(self, store: "PostgresStore", model: str, generation: str | None):
@@ -137,6 +137,11 @@ class PgVectorIndex:
         """Top ``k`` ``(pk, cosine)`` among the rows that pass ``filters`` (all of them, tags and
         expiry included, applied in SQL inside the scan), best first."""
         return self.store.vector_search(self.model, query, filters or Filters(statuses=()), k)
+
+    def start_search(self, query: np.ndarray, k: int, filters: Filters | None = None) -> Callable[[], list[tuple[int, float]]]:
+        """:meth:`search`, run now (the store's one connection runs nothing beside it)."""
+        hits = self.search(query, k, filters)
+        return lambda: hits
 
     def similarity(self, query: np.ndarray, pks: list[int]) -> dict[int, float]:
         """Exact cosine of ``query`` with the given memories (those that have a vector)."""
