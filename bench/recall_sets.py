@@ -15,6 +15,10 @@ rules or glossary; each in a dev and a held-out part with nothing in common):
   answer is stored and 60 whose answer is not (often close in domain, some general knowledge).
   ``noanswer_heldout2``/``3`` (a payments backend developer; a firmware developer) were written
   later, blind, for the next change to the no-answer behaviour: score each once (``--part``).
+* ``longq_*``: long messages as people send them to an assistant (20 dialogues of 4-10 turns,
+  20 pastes of a log, trace, config, code or email with the user's request, 20 long requests;
+  half Chinese), 100 memories of one persona each; R@5 by kind. Written blind for the change
+  that lets the full-text channel read more of a long message than the model does.
 * ``names_heldout2`` … ``7`` (a game studio; hospital software; a climate lab; a freelance
   developer; an IT consultant; a DevOps engineer, half of it technical terms), written
   later, blind, for the names-across-scripts change (people by their pinyin): each was scored
@@ -81,6 +85,10 @@ def run(name: str, part: str, *, model: str = "e5", floor: float | None = None, 
         "no_answer_rate": _ratio(sum(not r["got"] for r in empty), len(empty)),
         "answerable": len(answerable), "unanswerable": len(empty),
     }
+    kinds = sorted({r["kind"] for r in answerable if r.get("kind")})
+    if kinds:  # the long-message sets: a dialogue, a paste with a request, a long request
+        out["r_at_5_by_kind"] = {k: _ratio(sum(bool(set(r["expected"]) & set(r["got"])) for r in answerable if r.get("kind") == k),
+                                           sum(r.get("kind") == k for r in answerable)) for k in kinds}
     if verbose:
         for r in answerable:
             if not set(r["expected"]) & set(r["got"]):
@@ -109,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     results = [run(name, part, model=args.model, floor=args.floor, verbose=args.verbose) for name in args.sets.split(",")]
     for r in results:
         na = "" if r["no_answer_rate"] is None else f"  no-answer {r['no_answer_rate']:.3f} of {r['unanswerable']}"
-        print(f"{r['set']:18} R@5 {r['r_at_5']:.3f}  R@1 {r['r_at_1']:.3f} of {r['answerable']}{na}  ({r['seconds']} s, {args.model})")
+        by_kind = "".join(f"  {k} {v:.3f}" for k, v in r.get("r_at_5_by_kind", {}).items())
+        print(f"{r['set']:18} R@5 {r['r_at_5']:.3f}  R@1 {r['r_at_1']:.3f} of {r['answerable']}{na}{by_kind}  ({r['seconds']} s, {args.model})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, ensure_ascii=False, indent=1), "utf-8")
     return 0

@@ -137,3 +137,39 @@ def test_a_question_after_a_pasted_log_finds_its_answer(tmp_path: Path) -> None:
         log = "\n".join(f"2026-12-01 10:{i % 60:02d}:00 ERROR connection pool exhausted at worker {i}" for i in range(250))
         hits = m.recall("帮我看看这个日志：\n" + log + "\n\n数据库连接超时应该怎么调？", top_k=3, touch=False)
         assert hits and hits[0].memory.content.startswith("数据库连接超时")
+
+
+def test_full_text_reads_more_of_a_long_message_than_the_model_does() -> None:
+    """The model's budget is per token run through it; the full-text channel's is larger, so a
+    long message's other sentences still name what it is about, and one that fits is kept whole."""
+    from mnemo._recall.intent import LONG_QUERY, SALIENT_TERMS_TOKENS, SALIENT_TOKENS, salient_query
+
+    talk = ("Ana: We finally booked the flights to Lisbon for the conference in May. "
+            "Assistant: Great, the venue is close to the river, and the talks start early. "
+            "Ana: The hotel is near Alfama, so I will walk most days. My knee has been bad since the hike. "
+            "Assistant: Walking shoes with good support would help then, and a rest day in the middle of the week. "
+            "The conference app lists the sessions by track, so you can plan your days around it. Ana: Right. What should I pack?")
+    assert salient_query(talk, SALIENT_TERMS_TOKENS) == talk
+    assert len(talk) > LONG_QUERY and "knee" not in salient_query(talk, SALIENT_TOKENS)  # the model reads the instruction and the questions
+    long = talk + " " + "The schedule has many sessions about databases and caching. " * 60
+    assert salient_query(long, SALIENT_TERMS_TOKENS) != long
+
+
+def test_a_long_message_is_found_by_its_topic_and_the_batch_path_embeds_what_recall_does(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_embedder import FakeEmbedder
+
+    talk = ("Ana: We finally booked the flights to Lisbon for the conference in May. "
+            "Assistant: Great, the venue is close to the river, and the talks start early. "
+            "Ana: The hotel is near Alfama, so I will walk most days. My knee has been bad since the hike. "
+            "Assistant: Walking shoes with good support would help then, and a rest day in the middle of the week. "
+            "The conference app lists the sessions by track, so you can plan your days around it. Ana: Right. What should I pack?")
+    with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder()) as m:
+        knee = m.remember("Left knee needs a brace since the Snowdon hike", dedup=False)
+        m.remember_many([{"content": f"packing list item {i}: socks, charger, passport copy {i}"} for i in range(20)], dedup=False)
+        assert knee.id in [h.memory.id for h in m.recall(talk, mode="fts", top_k=5, touch=False)]
+        single = [(h.memory.id, round(h.similarity or 0.0, 6)) for h in m.recall(talk, top_k=5, touch=False)]
+        batch = [(r["id"], round(r["similarity"] or 0.0, 6)) for r in m.recall_batch([{"query": talk}], top_k=5)[0]["results"]]
+        assert batch == single

@@ -40,7 +40,7 @@ from .._base.models import (
 from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
 from .._recall.embed import Calibration, Embedder, make_embedder
-from .._recall.intent import asked_types, kind_terms, salient_query
+from .._recall.intent import SALIENT_TERMS_TOKENS, asked_types, kind_terms, salient_query
 from .._recall.names import PAIR_ROWS, cross_script, paired_forms
 from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.sequence import named_anchor, with_context
@@ -452,6 +452,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         query = self._clean_query(query)
         if not query:
             return []  # the query was all <private>: nothing may be searched for
+        words = salient_query(query, SALIENT_TERMS_TOKENS)  # what the full-text channel searches for
         query = salient_query(query)  # a pasted log with a question: the question (and the instruction)
         now_dt = parse_time(now, field_name="now") if now else utcnow()
         if not include_expired:
@@ -475,12 +476,12 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 scan = idx.start_search(qvec, k_cand, filters)  # on a large store it runs beside the full-text search
             try:
                 if mode != "vector":
-                    terms, phrases = _text.query_terms(query)
+                    terms, phrases = _text.query_terms(words)
                     n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
-                    paired = paired_forms(query, terms, lambda words: self._texts_naming(words, filters), self._doc_freqs)  # 友盟（Umeng）
+                    paired = paired_forms(words, terms, lambda forms: self._texts_naming(forms, filters), self._doc_freqs)  # 友盟（Umeng）
                     terms = self._drop_common_terms(terms)
                     extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
-                    names, name_phrases = cross_script(query, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
+                    names, name_phrases = cross_script(words, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
                     names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
                     match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
                                                        phrases + name_phrases)
@@ -632,7 +633,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
             self._check_model()
             for start in range(0, len(rows), 64):
                 part = rows[start : start + 64]
-                vecs = self._embed([self._clean_query(r["query"]) or "-" for r in part], query=True)
+                vecs = self._embed([salient_query(self._clean_query(r["query"])) or "-" for r in part], query=True)  # what recall embeds
                 for j in range(len(part)):
                     qvecs[start + j] = vecs[j]
         out = []

@@ -82,40 +82,45 @@ LONG_QUERY = 400
 #: (e5: ~1.4 ms a token on one thread), since a hook waits for it on every prompt. In English
 #: about 360 characters, in Chinese about 96.
 SALIENT_TOKENS = 96
+#: …and to this many for the full-text channel, which pays per term looked up, not per token
+#: run through a model: a long message's other sentences still name what it is about (half of
+#: e5's 512-token window, so a query that fits no longer loses anything to the cut)
+SALIENT_TERMS_TOKENS = 256
 _SENTENCE = re.compile(r"[^\n。！？!?；;]+[。！？!?；;]?")
 _ASKS = re.compile(r"[?？]|怎么|如何|为什么|为何|什么|哪|吗|呢|能否|是否|请|帮我"
                    r"|\b(?:how|what|why|which|when|where|who|can|could|should|would|is there|are there|please|help)\b", re.I)
 
 
-def salient_query(query: str) -> str:
+def salient_query(query: str, tokens: int = SALIENT_TOKENS) -> str:
     """A long query cut to what carries the question: its first sentence (the instruction: "帮我
     看看这个日志") and its question sentences, the last ones first; a pasted log, file or
-    conversation in between is left out. Without a question, its head and its tail. Short queries
-    are returned as they are. The result stays within :data:`SALIENT_TOKENS` estimated tokens.
+    conversation in between is left out. Without a question, its head and its tail. Short queries,
+    and those within ``tokens`` estimated tokens, are returned as they are; the result stays within
+    ``tokens`` (:data:`SALIENT_TOKENS` for the model, :data:`SALIENT_TERMS_TOKENS` for full text).
 
     A pasted 20,000-character prompt was embedded window after window (seconds of CPU on every
     prompt) and its thousands of log words drowned the question's few in the full-text match;
     a budget in characters still let a Chinese one cost ~300 tokens (0.4 s of e5 on one thread)."""
-    if len(query) <= LONG_QUERY:
+    if len(query) <= LONG_QUERY or (len(query) <= 8 * tokens and estimate_tokens(query) <= tokens):
         return query
     sentences = [s.strip() for s in _SENTENCE.findall(query) if s.strip()]
     if not sentences:
-        half = SALIENT_TOKENS // 2
+        half = tokens // 2
         return _head(query, half) + " … " + _tail(query, half)
-    first = _head(sentences[0], SALIENT_TOKENS // 3)
+    first = _head(sentences[0], tokens // 3)
     asks: list[str] = []
     used = estimate_tokens(first)
     for s in reversed(sentences[1:]):
         if _ASKS.search(s) and s not in asks:
-            ask = _head(s, SALIENT_TOKENS // 2)
+            ask = _head(s, tokens // 2)
             cost = estimate_tokens(ask)
-            if used + cost <= SALIENT_TOKENS:
+            if used + cost <= tokens:
                 asks.insert(0, ask)
                 used += cost
-        if used >= SALIENT_TOKENS * 0.8:
+        if used >= tokens * 0.8:
             break
     if not asks:  # no question: the instruction and the end (where a request usually sits)
-        return first + " … " + _tail(query, SALIENT_TOKENS - used)
+        return first + " … " + _tail(query, tokens - used)
     return " ".join([first, *asks])
 
 
