@@ -29,7 +29,7 @@ def e5_like(n: int, seed: int = 0) -> np.ndarray:
 
 
 def rows(vecs: np.ndarray, start: int = 1, scope: str = "global", seq: int | None = None) -> list[tuple]:
-    return [(start + i, (seq or start) + i, scope, "fact", "active", 1.0e9, None, "[]", v.tobytes()) for i, v in enumerate(vecs)]
+    return [(start + i, (seq or start) + i, scope, "fact", "active", 1.0e9, None, "[]", v.tobytes(), 0.5) for i, v in enumerate(vecs)]
 
 
 def exact(index: VectorIndex, query: np.ndarray, k: int, filters: Filters | None = None) -> list[tuple[int, float]]:
@@ -83,7 +83,7 @@ def test_rows_written_later_are_coded(small_threshold: None) -> None:
     index.apply(rows(vecs[2000:2500], start=2001))  # grows, not yet doubled: the same fit
     assert index._int8 is fitted
     assert index.search(vecs[2400], 1)[0][0] == 2401
-    index.apply([(7, 9000, "global", "fact", "active", 1.0e9, None, "[]", vecs[2999].tobytes())])  # an edit
+    index.apply([(7, 9000, "global", "fact", "active", 1.0e9, None, "[]", vecs[2999].tobytes(), 0.5)])  # an edit
     assert index.search(vecs[2999], 1)[0][0] == 7
     index.apply(rows(vecs[2500:], start=2501, seq=9001) + rows(e5_like(1500, seed=5), start=3001, seq=9600))
     assert index._int8 is not fitted  # doubled since the fit: fitted again
@@ -164,3 +164,26 @@ def test_searching_leaves_the_interpreter_sound(small_threshold: None) -> None:
     for q in e5_like(300, seed=3):
         index.search(q, 10)
     assert sys.getrefcount(None) >= before - 50
+
+
+@pytest.mark.sqlite_only
+def test_the_most_important_of_a_kind_come_from_the_index_as_the_store_sorts_them(tmp_path: Path) -> None:
+    """A question about a kind of thing adds that kind's most important memories as candidates;
+    the index answers it in memory, in the order the store's ``ORDER BY importance DESC, pk DESC``
+    gives (ties included)."""
+    from dataclasses import replace
+
+    from fake_embedder import FakeEmbedder
+
+    rng = np.random.default_rng(4)
+    kinds = ("fact", "decision", "user_preference", "project_context")
+    with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder()) as m:
+        m.remember_many([{"content": f"memory number {i} about topic {i % 37}", "type": kinds[i % 4],
+                          "importance": round(float(rng.choice([0.3, 0.5, 0.5, 0.7, rng.uniform(0, 1)])), 3),
+                          "scope": "global" if i % 3 else "project:x"} for i in range(400)], dedup=False)
+        idx = m._fresh_index()
+        base = m._filters(scope="project:x", types=None, tags=None, since=None, until=None)
+        for types in (["decision"], ["fact", "project_context"], ["goal"]):
+            f = replace(base, types=types)
+            want = [m.store.pk_of(x.id) for x in m.store.list(f, order="importance DESC", limit=20)]
+            assert idx.most_important(f, 20) == want, types

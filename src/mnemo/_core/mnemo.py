@@ -497,7 +497,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 # in them ("技术栈是什么" / "项目使用 FastAPI + PostgreSQL"): the most important few
                 kinds = [t for t in asked if not filters.types or t in filters.types]
                 typed = replace(filters, types=kinds) if kinds else None
-                for pk in self._asked_candidates(typed) if typed else ():
+                for pk in self._asked_candidates(typed, idx) if typed else ():
                     cosines.setdefault(pk, None)  # type: ignore[arg-type]  # filled below
             if (mode == "hybrid" and bm25) or None in cosines.values():  # lexical hits and asked-for kinds lack a cosine
                 missing = [pk for pk in {*bm25, *cosines} if cosines.get(pk) is None]
@@ -550,10 +550,13 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         pks = [pk for pk, _ in self.store.fts_search(match, filters, PAIR_ROWS)] if match else []
         return [mem.content for mem in self.store.get_many_by_pk(pks).values()]
 
-    def _asked_candidates(self, filters: Filters) -> list[int]:
-        """The most important memories of the asked-for kinds (their pks), kept until the store
-        changes or a minute passes (expiry moves with the clock): sorting every memory of a kind
-        by importance took ~8 ms a query at 10k memories."""
+    def _asked_candidates(self, filters: Filters, idx: Any) -> list[int]:
+        """The most important memories of the asked-for kinds (their pks). The in-memory index
+        holds every column this needs; a store that searches vectors itself (PostgreSQL) sorts
+        them, and the answer is kept until the store changes or a minute passes (expiry moves
+        with the clock): sorting every memory of a kind took ~8 ms a query at 10k memories."""
+        if isinstance(idx, VectorIndex):
+            return idx.most_important(filters, INTENT_CANDIDATES)
         key = repr((filters.types, filters.scopes, filters.statuses, filters.tags, filters.since, filters.until))
         version, now = self.store.max_seq(), time.monotonic()
         cached = self._asked_cache.get(key)

@@ -69,6 +69,7 @@ class VectorIndex:
         self._status = np.zeros(0, np.int8)
         self._created = np.zeros(0, np.float64)
         self._expires = np.zeros(0, np.float64)  # +inf: never
+        self._importance = np.zeros(0, np.float32)
         self._valid = np.zeros(0, bool)
         self._tagged: dict[str, set[int]] = {}  # tag → row positions
         self._tags_of: dict[int, tuple[str, ...]] = {}  # row position → its tags (to move it on an edit)
@@ -98,20 +99,20 @@ class VectorIndex:
         self._matrix = grown(self._matrix)
         self._pk, self._scope, self._type = grown(self._pk), grown(self._scope), grown(self._type)
         self._status, self._created, self._valid = grown(self._status), grown(self._created), grown(self._valid)
-        self._expires = grown(self._expires)
+        self._expires, self._importance = grown(self._expires), grown(self._importance)
         if self._int8 is not None:
             self._int8.codes = grown(self._int8.codes)
         self._cap = cap
 
     def apply(self, rows: Iterable[tuple[Any, ...]]) -> int:
         """Apply ``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json,
-        vector|None)`` rows (the store's ``vector_rows``); returns how many."""
+        vector|None, importance)`` rows (the store's ``vector_rows``); returns how many."""
         rows = list(rows)
         if self._n == 0 and rows:
             return self._load(rows)
         count = 0
         changed: list[int] = []
-        for pk, seq, scope, mtype, status, created, expires, tags, blob in rows:
+        for pk, seq, scope, mtype, status, created, expires, tags, blob, importance in rows:
             count += 1
             self.seq = max(self.seq, int(seq))
             pos = self._pos.get(pk)
@@ -136,6 +137,7 @@ class VectorIndex:
             self._status[pos] = self._code("status", status)
             self._created[pos] = float(created or 0.0)
             self._expires[pos] = math.inf if expires is None else float(expires)
+            self._importance[pos] = float(importance or 0.0)
             self._set_tags(pos, tags)
             self._valid[pos] = True
             changed.append(pos)
@@ -166,6 +168,7 @@ class VectorIndex:
         self._status[:n] = [self._code("status", r[4]) for r in good]
         self._created[:n] = [float(r[5] or 0.0) for r in good]
         self._expires[:n] = [math.inf if r[6] is None else float(r[6]) for r in good]
+        self._importance[:n] = [float(r[9] or 0.0) for r in good]
         for pos, r in enumerate(good):
             if r[7] not in (None, "[]"):
                 self._set_tags(pos, r[7])
@@ -216,6 +219,21 @@ class VectorIndex:
         if alive is not None:
             m &= self._expires[:n] > alive
         return m
+
+    def most_important(self, filters: Filters, k: int) -> list[int]:
+        """The ``k`` most important memories (pks) that pass ``filters``, the newest first among
+        equals, as ``ORDER BY importance DESC, pk DESC`` would give them: a column in memory,
+        where the store sorted every memory of a kind (60 ms at 100k, 0.6 s at 1M)."""
+        keep = self.mask(filters)
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            return []
+        # one exact key: importance to a millionth, then pk (both below 2^31)
+        key = np.rint(self._importance[rows].astype(np.float64) * 1e6).astype(np.int64) * (1 << 31) + self._pk[rows]
+        if rows.size > k:
+            best = np.argpartition(-key, k - 1)[:k]
+            rows, key = rows[best], key[best]
+        return [int(self._pk[i]) for i in rows[np.argsort(-key, kind="stable")]]
 
     def start_search(self, query: np.ndarray, k: int, filters: Filters | None = None) -> Callable[[], list[tuple[int, float]]]:
         """:meth:`search`, begun now and returned by the callable: a large index scans on a

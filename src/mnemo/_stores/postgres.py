@@ -754,16 +754,16 @@ class PostgresStore(SharedStore, PurgeTraces, PgTeam):
         return int(self._one("SELECT COALESCE(MAX(seq), 0) FROM memories")[0])  # type: ignore[index]
 
     def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
-        """``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json, vector|None)``
+        """``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json, vector|None, importance)``
         changed after ``after_seq`` (the in-memory index's rows; this store searches with pgvector)."""
         rows = self._q(
             "SELECT m.pk, m.seq, m.scope, m.type, m.status, extract(epoch FROM m.created_at::timestamptz), "
-            "extract(epoch FROM m.expires_at::timestamptz), m.tags, e.vector::real[] "
+            "extract(epoch FROM m.expires_at::timestamptz), m.tags, e.vector::real[], m.importance "
             "FROM memories m LEFT JOIN embeddings e ON e.model = %s AND e.text_hash = m.embed_hash WHERE m.seq > %s ORDER BY m.seq",
             (model, after_seq))
-        for pk, seq, scope, mtype, status, created, expires, tags, vec in rows:
+        for pk, seq, scope, mtype, status, created, expires, tags, vec, importance in rows:
             yield (pk, seq, scope, mtype, status, float(created), None if expires is None else float(expires), tags,
-                   None if vec is None else np.asarray(vec, np.float32).tobytes())
+                   None if vec is None else np.asarray(vec, np.float32).tobytes(), float(importance))
 
     def missing_embeddings(self, model: str, after_pk: int, limit: int) -> list[tuple[int, str, str, str]]:
         return [(int(r[0]), r[1], r[2], r[3]) for r in self._q(

@@ -686,10 +686,10 @@ class SQLiteStore(SharedStore, PurgeTraces):
         return int(self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0])
 
     def vector_rows(self, model: str, after_seq: int) -> Iterator[tuple[Any, ...]]:
-        """``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json, vector|None)``
+        """``(pk, seq, scope, type, status, created_epoch, expires_epoch|None, tags_json, vector|None, importance)``
         changed after ``after_seq``: the rows of the in-memory vector index, with every filter column."""
         return self.conn.execute(
-            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), unixepoch(m.expires_at), m.tags, e.vector "
+            "SELECT m.pk, m.seq, m.scope, m.type, m.status, unixepoch(m.created_at), unixepoch(m.expires_at), m.tags, e.vector, m.importance "
             "FROM memories m LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = m.embed_hash "
             "WHERE m.seq > ? ORDER BY m.seq",
             (model, after_seq),
