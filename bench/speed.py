@@ -378,7 +378,7 @@ def stage_breakdown(m: Any, idx: Any, qs: list[str], qvecs: np.ndarray) -> dict[
     wrap(m, "_fresh_index", "index freshness check (max(seq), meta)")
     wrap(m, "_anchors", "anchor baseline")
     wrap(idx, "mask", "vector: scope mask")
-    wrap(idx, "search", "vector: scan + top-k")
+    wrap(idx, "search", "vector: scan + top-k (from 20k rows on a thread beside the full text: overlaps it)")
     wrap(idx, "similarity", "vector: cosines of FTS-only hits")
     wrap(_text, "query_terms", "fts: query terms (tokenise)")
     wrap(m.store, "fts_search", "fts: SQL (MATCH + bm25 + join)")
