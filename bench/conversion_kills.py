@@ -12,7 +12,7 @@ decrypt and rekey the key file that encrypts all three. The command runs as a re
   measured run, two thirds over its conversion window (after the imports and the store's open,
   as measured by `mnemo stats` on the same home, up to the end of the run);
 * in the sweep, by ``os._exit(137)`` just before its Kth line of conversion code (``sqlite.py``,
-  ``sqlite_convert.py``, ``keys.py`` and the CLI commands, module bodies excluded), K spread over every line the command
+  ``sqlite_convert.py``, ``sqlite_rekey.py``, ``keys.py`` and the CLI commands, module bodies excluded), K spread over every line the command
   runs; a kill inside a long C call (the copy, the re-key) is what the random kills add.
 
 After each kill the user does what they would, with the key they have (the key file, no
@@ -75,15 +75,15 @@ sys.argv = ["mnemo", *sys.argv[1:]]
 from mnemo.__main__ import launch
 launch()
 """
-WATCH = os.pathsep.join(["_stores/sqlite.py", "_stores/sqlite_convert.py", "_settings/keys.py", "_cli/commands.py"])
+WATCH = os.pathsep.join(["_stores/sqlite.py", "_stores/sqlite_convert.py", "_stores/sqlite_rekey.py", "_settings/keys.py", "_cli/commands.py"])
 
 
 def _commit_line() -> str:
-    """``sqlite_convert.py:LINE`` of the store's swap in ``convert`` (the sweep counts lines up to it)."""
-    path = ROOT / "src" / "mnemo" / "_stores" / "sqlite_convert.py"
+    """``sqlite_rekey.py:LINE`` of the store's swap in ``convert`` (the sweep counts lines up to it)."""
+    path = ROOT / "src" / "mnemo" / "_stores" / "sqlite_rekey.py"
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if "# the commit point" in line and "os.replace" in line:
-            return f"_stores/sqlite_convert.py:{n}"
+            return f"_stores/sqlite_rekey.py:{n}"
     raise RuntimeError("no commit point in convert")
 
 
@@ -147,7 +147,7 @@ def build(folder: Path, memories: int) -> dict[str, Path]:
 
     from mnemo import Mnemo
     from mnemo._settings import keys
-    from mnemo._stores.sqlite_convert import convert
+    from mnemo._stores.sqlite_rekey import convert
 
     plain = folder / "plain"
     plain.mkdir(parents=True, mode=0o700)

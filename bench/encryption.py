@@ -4,7 +4,7 @@
     python bench/encryption.py --sizes 10000,100000
 
 The plain store is the speed benchmark's cached synthetic store (``bench/_corpus.py``); the
-encrypted one is a copy converted with ``mnemo._stores.sqlite_convert.convert`` (SQLite3 Multiple Ciphers,
+encrypted one is a copy converted with ``mnemo._stores.sqlite_rekey.convert`` (SQLite3 Multiple Ciphers,
 ChaCha20-Poly1305). Measured: opening and loading the vector index (every page of vectors is
 decrypted), hybrid recall with a precomputed query vector (the full-text channel reads encrypted
 pages), and the FTS channel alone. Medians over rounds; ratios are encrypted / plain.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from bench import _corpus  # noqa: E402
 from mnemo import Mnemo  # noqa: E402
-from mnemo._stores.sqlite_convert import convert  # noqa: E402
+from mnemo._stores.sqlite_rekey import convert  # noqa: E402
 
 KEY = "bench-key-not-secret"
 

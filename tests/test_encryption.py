@@ -11,8 +11,9 @@ from fake_embedder import FakeEmbedder
 from old_stores import v1_store
 
 from mnemo import Mnemo, StoreKeyError
-from mnemo._stores.sqlite_convert import conversion_leftovers, convert, opens_with
+from mnemo._stores.sqlite_convert import conversion_leftovers, opens_with
 from mnemo._stores.sqlite_file import SQLITE_HEADER, is_encrypted
+from mnemo._stores.sqlite_rekey import convert
 
 # encryption at rest is a property of the SQLite file
 pytestmark = pytest.mark.sqlite_only
@@ -119,7 +120,7 @@ def test_failed_convert_leaves_the_original_intact(tmp_path: Path, monkeypatch: 
             m.remember(f"note {i}")
     original = path.read_bytes()
 
-    import mnemo._stores.sqlite_convert as sq
+    import mnemo._stores.sqlite_rekey as sq
 
     def broken(conn):  # the verification step finds a different count
         return {"memories": -1, "events": 0, "embeddings": 0}

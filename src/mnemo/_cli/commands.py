@@ -71,8 +71,8 @@ def encrypt_cmd(state: CLIState) -> None:
     """Encrypt an existing store and its migration backups in place (new files, verified, then
     swapped in; a run killed at any point is finished or undone by the next command)."""
     from .._settings import keys as _keys
-    from .._stores.sqlite_convert import convert
     from .._stores.sqlite_file import is_encrypted
+    from .._stores.sqlite_rekey import convert
 
     c = state.config
     if not os.path.exists(c.db):
@@ -105,7 +105,7 @@ def _encrypted_store(state: CLIState, hint: str = "") -> Any:
 def decrypt_cmd(state: CLIState) -> None:
     """Decrypt an encrypted store and its migration backups in place (new files, verified, then
     swapped in; a run killed at any point is finished or undone by the next command)."""
-    from .._stores.sqlite_convert import convert
+    from .._stores.sqlite_rekey import convert
 
     c = _encrypted_store(state)
     report = convert(c.db, old_key=state.key(), new_key=None, read_only=c["read_only"])
@@ -119,7 +119,8 @@ def rekey_cmd(state: CLIState) -> None:
     key file, or comes from MNEMO_NEW_KEY). Until the key file is replaced, the new key waits in
     key.pending beside it; a rekey killed midway is finished or undone by the next command."""
     from .._settings import keys as _keys
-    from .._stores.sqlite_convert import convert, opens_with
+    from .._stores.sqlite_convert import opens_with
+    from .._stores.sqlite_rekey import convert
 
     c = _encrypted_store(state, " (`mnemo encrypt` encrypts it)")
     old = _keys.resolve(c.db, c.key_file)  # finishes a rekey that was killed after the store's swap
