@@ -7,8 +7,9 @@ rebuilt whole when the generation changes (reindex, purge).
 
 From ``QUANTISED_FROM`` rows on, the scan is two passes: int8 codes of every row (centred, each
 dimension scaled to its range) are scored first with SimSIMD's integer dot products, and the best
-``shortlist`` rows are rescored exactly in float32. At 100k × 384 that is ~1.7 ms against ~6 ms
-for numpy's float32 product (a quarter of the bytes, and integer SIMD); on 17,779 real e5 vectors
+``shortlist`` rows are rescored exactly in float32. At 100k × 384 that is ~1.9 ms on one thread
+(~0.9 on two) against ~6 ms for numpy's float32 product (a quarter of the bytes, and integer
+SIMD); on 17,779 real e5 vectors
 a shortlist of twice k held every exact top-10 and top-100 (``bench/README.md``). Binary sign
 codes were measured too and lost (recall@10 0.82 with 6 % of the rows rescored): e5's vectors
 share most of their direction, and one bit per dimension keeps too little of the rest.
@@ -250,7 +251,8 @@ class VectorIndex:
         return _WORKER.submit(self.search, query, k, filters, threads=1).result
 
     def search(self, query: np.ndarray, k: int, filters: Filters | None = None, *, threads: int = _THREADS) -> list[tuple[int, float]]:
-        """Top ``k`` ``(pk, cosine)`` among the rows that pass ``filters``, best first (exact)."""
+        """Top ``k`` ``(pk, cosine)`` among the rows that pass ``filters``, best first: exact
+        cosines, of every row or, past ``QUANTISED_FROM`` rows, of the first pass's shortlist."""
         n = self._n
         if n == 0 or k <= 0:
             return []

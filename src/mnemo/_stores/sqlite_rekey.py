@@ -20,7 +20,7 @@ from .sqlite_file import _connect, _private, _quote, read_only_error
 
 def convert(path: str | os.PathLike[str], *, old_key: str | None, new_key: str | None, read_only: bool = False) -> dict[str, Any]:
     """Encrypt, decrypt or re-key a store and its migration backups so that a kill at any
-    instant leaves a store that opens with the old key or the new one (see the plan above):
+    instant leaves a store that opens with the old key or the new one (the plan: :mod:`.sqlite_convert`):
     the backups' converted copies are made and verified first, then the store is copied,
     re-keyed, verified (integrity and counts) and swapped in atomically, then the backups.
     Until the swap the original is untouched; if anything fails it stays as it was. Other
