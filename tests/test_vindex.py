@@ -9,11 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_embedder import FakeEmbedder
 
 from mnemo import Mnemo
 from mnemo._recall import vindex
 from mnemo._recall.vindex import VectorIndex
 from mnemo._stores.base import Filters
+from mnemo._stores.sql import SQLITE, filter_clause
 
 DIM = 64
 
@@ -108,9 +110,6 @@ def test_a_search_started_beside_other_work(small_threshold: None) -> None:
 def test_full_text_ranks_then_filters_as_the_join_did(tmp_path: Path) -> None:
     """Rank-then-filter returns what ranking within the filters returns, for a wide scope (the
     over-fetch is enough) and for a narrow one (it ranks again within the filters)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from fake_embedder import FakeEmbedder
-
     with Mnemo(tmp_path / "s.db", embedder=FakeEmbedder()) as m:
         recs = [{"content": f"deploy note {i}: the deploy pipeline {'deploy ' * (i % 5)}step {i}", "scope": "global"} for i in range(600)]
         recs += [{"content": f"deploy in project x, item {i}", "scope": "project:x"} for i in range(5)]
@@ -118,8 +117,6 @@ def test_full_text_ranks_then_filters_as_the_join_did(tmp_path: Path) -> None:
         store = m.store
         for scopes, limit in ((["global", "project:x"], 50), (["project:x"], 50), (["global"], 10)):
             f = Filters(scopes=scopes, statuses=("active",))
-            from mnemo._stores.sql import SQLITE, filter_clause
-
             where, args = filter_clause(f, SQLITE)
             want = [(int(pk), s) for pk, s in store.conn.execute(
                 "SELECT f.rowid, -bm25(memory_fts) FROM memory_fts f JOIN memories m ON m.pk = f.rowid "
@@ -172,8 +169,6 @@ def test_the_most_important_of_a_kind_come_from_the_index_as_the_store_sorts_the
     the index answers it in memory, in the order the store's ``ORDER BY importance DESC, pk DESC``
     gives (ties included)."""
     from dataclasses import replace
-
-    from fake_embedder import FakeEmbedder
 
     rng = np.random.default_rng(4)
     kinds = ("fact", "decision", "user_preference", "project_context")
