@@ -128,6 +128,13 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=None, help="benchmark data folder (default: ../shared/bench or MNEMO_BENCH_DATA)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON")
     args = ap.parse_args()
+    known = ["locomo", "madial-zh", "madial-en", *CONVERSATIONS]
+    unknown = [d for d in args.datasets.split(",") if d not in known]
+    if unknown:
+        ap.error(f"unknown dataset {', '.join(unknown)}; choose from {', '.join(known)}")
+    wrong = [m for m in args.modes.split(",") if m not in MODES]
+    if wrong:
+        ap.error(f"unknown mode {', '.join(wrong)}; choose from {', '.join(MODES)}")
     root = args.data or _data.default_bench_root()
     if not root.exists():
         sys.exit(f"benchmark data not found at {root} (set MNEMO_BENCH_DATA)")

@@ -44,6 +44,7 @@ from .._recall.intent import SALIENT_TERMS_TOKENS, asked_types, kind_terms, sali
 from .._recall.names import PAIR_ROWS, cross_script, paired_forms
 from .._recall.rank import Weights, rounded, score_candidates
 from .._recall.sequence import named_anchor, with_context
+from .._recall.terms import TermStats
 from .._recall.vindex import VectorIndex
 from .._stores.base import Filters, Store, VectorSearch
 from .._stores.open import open_store
@@ -65,9 +66,6 @@ _NO_CAL = Calibration(floor=0.0, scale=1.0, dense_weight=0.0)
 CANDIDATES = 100
 #: memories of the kind a question asks for (``_recall.intent``) added as candidates, most important first
 INTENT_CANDIDATES = 20
-#: a query term found in more than this share of rows (and at least COMMON_MIN_ROWS) is left out
-COMMON_SHARE = 0.05
-COMMON_MIN_ROWS = 2000
 #: the anchor sentences' vectors per embedder object, shared by the stores of one process that
 #: use it (a service or a benchmark opens many; each would embed the same sentences again)
 _ANCHORS: dict[tuple[int, str], np.ndarray] = {}
@@ -121,7 +119,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         self._threads = threads
         self._index: VectorIndex | None = None
         self._asked_cache: dict[str, tuple[int, float, list[int]]] = {}
-        self._df_cache: tuple[int, dict[str, int]] = (-1, {})
+        self._terms = TermStats()  # document frequencies of query terms, kept between questions
         self._query_cache: dict[tuple[str, str], np.ndarray] = {}
         self._anchor_vecs: tuple[str, np.ndarray] | None = None
         self._lock = threading.RLock()
@@ -144,7 +142,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                 return False
             self._index = None  # its rows are the old file's
             self._asked_cache = {}
-            self._df_cache = (-1, {})
+            self._terms.clear()
             return True
 
     def __enter__(self) -> "Mnemo":
@@ -479,7 +477,7 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                     terms, phrases = _text.query_terms(words)
                     n_terms = len(terms) + len(phrases)  # translations widen the net, not the norm
                     paired = paired_forms(words, terms, lambda forms: self._texts_naming(forms, filters), self._doc_freqs)  # 友盟（Umeng）
-                    terms = self._drop_common_terms(terms)
+                    terms = self._terms.drop_common(self.store, terms)  # see _recall/terms.py
                     extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
                     names, name_phrases = cross_script(words, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
                     names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
@@ -584,35 +582,9 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
         return out
 
     def _doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """The store's ``doc_freqs``, remembered until the store changes: the names of a query
-        are spelt many ways, and a warm process asks for the same few again and again."""
-        seq = self.store.max_seq()
-        if self._df_cache[0] != seq or len(self._df_cache[1]) > 50_000:
-            self._df_cache = (seq, {})
-        known = self._df_cache[1]
-        todo = [t for t in dict.fromkeys(terms) if t not in known]
-        if todo:
-            known.update(self.store.doc_freqs(todo))
-        return {t: known.get(t, 0) for t in terms}
-
-    def _drop_common_terms(self, terms: list[str]) -> list[str]:
-        """Leave out query terms that occur in a large share of a large store.
-
-        FTS5 scores and sorts every row an OR-query matches; at 100k memories a question's
-        filler words and names match ~30% of rows and cost ~35 ms, while their IDF adds almost
-        nothing to the ranking. Small stores (under ``COMMON_MIN_ROWS`` per term) are untouched;
-        when every term is common, the rarest few are kept."""
-        if len(terms) < 2:
-            return terms
-        total = self.store.fts_row_count()
-        limit = max(COMMON_MIN_ROWS, COMMON_SHARE * total)
-        if total <= limit:
-            return terms
-        df = self.store.doc_freqs(terms)
-        kept = [t for t in terms if df.get(t, 0) <= limit]
-        if not kept:
-            kept = sorted(terms, key=lambda t: df.get(t, 0))[:3]
-        return kept
+        """The store's ``doc_freqs``, remembered until the store changes (``_recall/terms.py``):
+        the names of a query are spelt many ways, and a warm process asks for the same few again."""
+        return self._terms.doc_freqs(self.store, terms)
 
     def recall_batch(self, items: Iterable[dict[str, Any]], *, top_k: int = 10, **defaults: Any) -> list[dict[str, Any]]:
         """Run many recalls at once (query vectors embedded in one batch); never counts as access.
