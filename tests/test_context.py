@@ -130,6 +130,24 @@ def test_never_the_same_memory_twice_in_a_session(m: Mnemo) -> None:
     assert ids["db"] in [x["id"] for x in m.context("which database do we use?")["memories"]]  # no session: no dedup
 
 
+def test_the_same_text_kept_twice_is_told_once(m: Mnemo) -> None:
+    """An import run twice (or a page's repeated footer) keeps one text under several ids;
+    the model reads it once in a prompt's block and not again later in the session."""
+    text = "Bart always wanted a new bicycle; his mother bought him the newest one."
+    m.import_([{"content": text, "id": f"copy{i}"} for i in range(3)])
+    m.import_([{"content": "  Bart always wanted a new   bicycle; his mother bought him the newest one.", "id": "spaced"}])
+    m.import_([{"content": "Bart rides his new bicycle to school every morning.", "id": "other"}])
+    assert len(m.recall("Bart's new bicycle", top_k=10)) == 5  # search still lists every copy
+    first = m.context("Bart's new bicycle", session="s1")
+    assert first["text"].count("Bart always wanted") == 1
+    told = [x["id"] for x in first["memories"]]
+    assert "other" in told and len(told) == 2
+    again = m.context("tell me about Bart's bicycle", session="s1")
+    assert "Bart always wanted" not in again["text"]  # a copy the session has not seen is still the same text
+    fresh = m.context("Bart's new bicycle", session="s2")
+    assert fresh["text"].count("Bart always wanted") == 1
+
+
 def test_returned_memories_count_as_accessed(m: Mnemo) -> None:
     ids = _seed(m)
     before = m.get(ids["db"]).access_count

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base.models import Memory, format_time, parse_time, utcnow
-from .._base.text import text_hash
+from .._base.text import content_hash, text_hash
 from .._base.tokens import estimate_tokens, has_cjk
 from ..errors import InvalidInputError
 
@@ -60,6 +60,11 @@ def source_label(mem: Memory, lang: str = "en") -> str:
     if mem.source == "mcp":
         return labels["mcp"]
     return labels["manual"]
+
+
+def _same_text(mem: Memory) -> str:
+    """What makes two memories the same text for a reader (their content hash)."""
+    return mem.content_hash or content_hash(mem.content)
 
 
 def _clip(text: str, max_tokens: int) -> str:
@@ -146,8 +151,11 @@ class ContextOps:
         chosen: list[dict[str, Any]] = []
         lines: list[str] = []
         picked: set[str] = set()
+        # the same text kept twice (an import run twice, a page's repeated footer, two devices'
+        # copies) is told to the model once: its copies score alike, so they meet here
+        told = {_same_text(mem) for mem, _, _ in candidates if mem.id in seen}
         for mem, reason, info in candidates:
-            if mem.id in seen or mem.id in picked or len(chosen) >= int(top_k):
+            if mem.id in seen or mem.id in picked or _same_text(mem) in told or len(chosen) >= int(top_k):
                 continue
             line = self._context_line(mem, lang, format, max_tokens=max(8, int(ITEM_SHARE * int(budget_tokens))))
             cost = estimate_tokens(line) + 1
@@ -155,6 +163,7 @@ class ContextOps:
                 continue
             used += cost
             picked.add(mem.id)
+            told.add(_same_text(mem))
             lines.append(line)
             item = {"id": mem.id, "type": mem.type, "scope": mem.scope, "created_at": mem.created_at,
                     "source": mem.source, "label": source_label(mem, lang), "content": mem.content,
