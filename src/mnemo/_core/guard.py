@@ -194,11 +194,15 @@ def translate(exc: BaseException) -> MnemoError | None:
 
 def guarded(fn: Callable[..., Any], names: dict[str, Any] | None = None) -> Callable[..., Any]:
     """``fn`` with its arguments checked and its input/machine failures translated."""
-    signature = inspect.signature(fn)
-    types_of = annotation_checks(fn, names)
+    # read on the first call, not at import: evaluating every operation's annotations took
+    # ~12 ms of each CLI process's start, and a process calls only a few of them
+    spec: list[tuple[inspect.Signature, dict[str, Any]]] = []
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if not spec:
+            spec[:] = [(inspect.signature(fn), annotation_checks(fn, names))]  # one item, even when two threads race
+        signature, types_of = spec[0]
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError:
