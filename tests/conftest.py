@@ -189,6 +189,9 @@ def mnemo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.
             monkeypatch.delenv(key)
     home = tmp_path / "home"
     monkeypatch.setenv("MNEMO_HOME", str(home))
+    # what mnemo derives once per machine (the dictionary's table: ~2 s to build) is shared by the
+    # session's tests, as by a user's processes; test_dictionary.py tests the cache itself
+    monkeypatch.setenv("MNEMO_CACHE_DIR", str(request.getfixturevalue("tmp_path_factory").getbasetemp() / "mnemo-cache"))
     if BACKEND == "postgres" and not _sqlite_only(request.node):
         monkeypatch.setenv("MNEMO_DB", request.getfixturevalue("store_target"))
     monkeypatch.setenv("MNEMO_MODEL", FAKE_MODEL)

@@ -140,3 +140,12 @@ def test_a_purge_starts_the_counts_again(store_target: str, small_line: None) ->
         assert terms[0] in TermStats().drop_common(m.store, terms)
         assert kept.drop_common(m.store, terms) == TermStats().drop_common(m.store, terms)
         assert kept.doc_freqs(m.store, terms) == m.store.doc_freqs(terms)
+
+
+def test_the_words_a_question_was_translated_into_may_all_go(store_target: str, small_line: None) -> None:
+    with Mnemo(store_target, embedder=FakeEmbedder()) as m:
+        m.import_([{"content": f"entry{i} alpha bravo"} for i in range(30)])
+        terms = _text.query_terms("alpha bravo")[0]
+        assert TermStats().drop_common(m.store, terms, keep_rarest=False) == []
+        assert TermStats().drop_common(m.store, terms[:1], keep_rarest=False) == []  # one is checked too
+        assert len(TermStats().drop_common(m.store, terms)) == 2  # a question's own words: the rarest stay

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Container
 from functools import lru_cache
 from pathlib import Path
 
@@ -204,6 +205,17 @@ def _glossary_data() -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
 
 def _glossary() -> dict[str, tuple[str, ...]]:
     return _glossary_data()[0]
+
+
+def subwords(term: str) -> list[str]:
+    """The shorter words inside a Chinese compound, as a search splits it (苏州工业园区 → 苏州, 工业,
+    园区, 工业园); empty for one that has none."""
+    return [p for p in dict.fromkeys(_split(normalize(term), search_mode=True)) if p != term and len(p) >= 2]
+
+
+def glossary_keys() -> Container[str]:
+    """The words and phrases the glossary translates (as index terms)."""
+    return _glossary()
 
 
 def name_translations(terms: list[str]) -> list[str]:

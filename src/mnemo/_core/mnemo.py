@@ -39,6 +39,7 @@ from .._base.models import (
 )
 from .._llm.chat import ChatClient
 from .._privacy.redact import DETECTORS, Redacted, Redactor
+from .._recall import dictionary
 from .._recall.embed import Calibration, Embedder, make_embedder
 from .._recall.intent import SALIENT_TERMS_TOKENS, asked_types, kind_terms, salient_query
 from .._recall.names import PAIR_ROWS, cross_script, paired_forms
@@ -480,8 +481,10 @@ class Mnemo(VectorOps, MaintenanceOps, LifecycleOps, CaptureOps, IngestOps, Cont
                     terms = self._terms.drop_common(self.store, terms)  # see _recall/terms.py
                     extra = kind_terms(asked)  # 技术栈 → 框架, 数据库, …
                     names, name_phrases = cross_script(words, self._doc_freqs)  # 张伟 ⇄ Zhang Wei, as the store spells them
-                    names, name_phrases = names + paired[0] + _text.name_translations(terms), name_phrases + paired[1]  # 支付宝 ⇄ Alipay
-                    match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + extra + names)),
+                    looked_up, looked_up_names = dictionary.translate(terms)  # beyond the glossary: 宝安 ⇄ Bao'an, 提单 ⇄ bill of lading
+                    looked_up = self._terms.drop_common(self.store, looked_up, keep_rarest=False)  # "center" in a third of the rows
+                    names, name_phrases = names + paired[0] + _text.name_translations(terms) + looked_up_names, name_phrases + paired[1]  # 支付宝 ⇄ Alipay
+                    match = _text.fts_match_expression(list(dict.fromkeys(terms + _text.translations(terms) + looked_up + extra + names)),
                                                        phrases + name_phrases)
                     if match:
                         bm25 = dict(self.store.fts_search(match, filters, k_cand))

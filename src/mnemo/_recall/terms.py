@@ -46,14 +46,15 @@ class TermStats:
         """``store.doc_freqs(terms)``, exact, remembered until the store changes."""
         return self._lookup(store, terms, (store.get_meta("generation") or "0", store.max_seq()))
 
-    def drop_common(self, store: Store, terms: list[str]) -> list[str]:
+    def drop_common(self, store: Store, terms: list[str], *, keep_rarest: bool = True) -> list[str]:
         """``terms`` without those found in more than ``COMMON_SHARE`` of a large store's rows.
 
         FTS5 scores and sorts every row an OR-query matches; at 100k memories a question's
         filler words match ~30 % of rows and cost ~35 ms, while their IDF adds almost nothing to
         the ranking. Small stores (under ``COMMON_MIN_ROWS`` per term) are untouched; when every
-        term is common, the rarest few are kept."""
-        if len(terms) < 2:
+        term is common, the rarest few are kept (``keep_rarest``: a question's own words; the
+        words it was translated into may all go)."""
+        if len(terms) < (2 if keep_rarest else 1):
             return terms
         total = store.fts_row_count()
         limit = max(COMMON_MIN_ROWS, COMMON_SHARE * total)
@@ -75,7 +76,7 @@ class TermStats:
                 self._counted[term] = (fresh[term], seq)
                 common[term] = fresh[term] > limit
         kept = [t for t in terms if not common[t]]
-        if not kept:
+        if not kept and keep_rarest:
             df = self._lookup(store, terms, (generation, seq))
             kept = sorted(terms, key=lambda t: df[t])[:RAREST_KEPT]
         return kept

