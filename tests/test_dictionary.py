@@ -151,3 +151,14 @@ def test_questions_in_chinese_find_english_notes_about_places_and_terms(tmp_path
         monkeypatch.setattr(dictionary, "_table", None)
         without = {q: [h.memory.id for h in m.recall(q, top_k=3, touch=False)] for q in QUESTIONS}
         assert sum(ids[i] in without[q] for q, i in QUESTIONS.items()) < len(QUESTIONS), without  # the dictionary found them
+
+
+def test_the_tables_fingerprint_segments_no_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table's name carries a fingerprint of the index's normalisation, computed in every
+    process; on Chinese text it loaded jieba's dictionary (~160 ms of a cold English search)."""
+    split = _text._split
+    seen: list[str] = []
+    monkeypatch.setattr(_text, "_split", lambda text, **kw: (seen.append(text), split(text, **kw))[1])
+    fingerprint = dictionary._tokens_id()
+    assert seen and not any(_text.has_han(t) for t in seen)
+    assert fingerprint == dictionary._tokens_id()
