@@ -4,6 +4,7 @@ CC-CEDICT, what recall finds with it through the real model, and its cache on di
 from __future__ import annotations
 
 import gzip
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,11 @@ def test_an_unwritable_or_damaged_cache_is_worked_around(tmp_path: Path, monkeyp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("MNEMO_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    assert "gulangyu" in _translate("鼓浪屿")[0]
+    assert list((tmp_path / "tmp").glob("mnemo-cache-*/dictionary-*.sqlite"))  # the next process finds it there
+    monkeypatch.setattr(dictionary, "_table", None)
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))  # neither can be written: built in memory
     assert "gulangyu" in _translate("鼓浪屿")[0]
     monkeypatch.setattr(dictionary, "_table", None)
     cache = tmp_path / "cache"

@@ -19,9 +19,10 @@ are exact. Only recall's query uses it: write-time decisions (``_lifecycle``) an
 rules (``names.py``) keep to the glossary, whose words were chosen by hand.
 
 The table is built once (~2 s) into a SQLite file in the cache folder (``MNEMO_CACHE_DIR``, else
-``$XDG_CACHE_HOME/mnemo`` or ``~/.cache/mnemo``), named for the dictionary's version and a fingerprint of the index's
-normalisation; where that folder cannot be written, it is built in memory for the process. Without
-the package the dictionary is simply absent: recall works with the glossary alone.
+``$XDG_CACHE_HOME/mnemo`` or ``~/.cache/mnemo``), named for the dictionary's version and a
+fingerprint of the index's normalisation; where that folder cannot be written, in the system's
+temporary folder, and failing that in memory for the process. Without the package the
+dictionary is simply absent: recall works with the glossary alone.
 """
 
 from __future__ import annotations
@@ -144,13 +145,20 @@ def _connection() -> LookupTable | None:
         except (ModuleNotFoundError, metadata.PackageNotFoundError, FileNotFoundError, OSError):
             _absent = True
             return None
-        path = cache_dir() / f"dictionary-cedict{version}-f{FORMAT}-{_tokens_id()}.sqlite"
-        table = LookupTable.open(path)
+        name = f"dictionary-cedict{version}-f{FORMAT}-{_tokens_id()}.sqlite"
+        table = None
+        # the cache folder; where it cannot be written (a read-only home), the system's temporary
+        # folder, so that each process does not build its own (~2 s); in memory as the last resort
+        for folder in _cache_folders():
+            table = LookupTable.open(folder / name)
+            if table is None:
+                try:
+                    table = LookupTable.build(_rows(source), folder / name)
+                except OSError:
+                    continue
+            break
         if table is None:
-            try:
-                table = LookupTable.build(_rows(source), path)
-            except OSError:  # a read-only or full cache folder: this process builds its own
-                table = LookupTable.build(_rows(source))
+            table = LookupTable.build(_rows(source))
         _table = table
         return _table
 
@@ -162,6 +170,14 @@ def _tokens_id() -> str:
     # would load jieba into every process (~160 ms of a cold English search)
     probe = "The deployments were running; Bao'an single sign-on RAID-6 e-mails, Yangtze River Delta"
     return hashlib.sha256(repr(_text.query_terms(probe)).encode("utf-8")).hexdigest()[:10]
+
+
+def _cache_folders() -> Iterator[Path]:
+    yield cache_dir()
+    import tempfile  # only when the cache folder failed: ~4 ms of imports otherwise
+
+    user = str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    yield Path(tempfile.gettempdir()) / f"mnemo-cache-{user}"
 
 
 def cache_dir() -> Path:
