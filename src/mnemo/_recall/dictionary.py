@@ -75,11 +75,12 @@ def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
     if table is None or not terms:
         return [], []
     glossary = _text.glossary_keys()
-    found = _lookup(table, {_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)} - set(glossary))
+    grams = {_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)}
+    found = _lookup(table, {k for k in grams if k not in glossary})
     # a compound neither knows is looked up by its parts: 苏州工业园区 → 苏州, 工业园区…; 系统升级 → 系统, 升级
     parts = {t: _text.subwords(t) for t in terms if len(t) >= 3 and _text.has_han(t) and t not in glossary and t not in found
              and not (len(t) == 3 and t[0] in _pinyin.SURNAMES)}  # 王岐山 is a person, not 王 + 岐山 (a county)
-    found.update(_lookup(table, {p for ps in parts.values() for p in ps} - set(glossary)))
+    found.update(_lookup(table, {p for ps in parts.values() for p in ps if p not in glossary}))
     for p in {p for ps in parts.values() for p in ps if p in glossary}:
         found[p] = (_text.translations([p]), set(_text.name_translations([p])))  # the whole was not in it
     seen = set(terms)
@@ -116,8 +117,8 @@ def _lookup(table: LookupTable, keys: set[str]) -> dict[str, tuple[list[str], se
 
 def _a_person(simplified: str, pinyin: str, glosses: str) -> bool:
     """A Chinese person's entry: a surname and one or two characters, glossed (somewhere) by their
-    own pinyin (张三 /John Doe/Zhang San, .../) and naming no place or organisation. A foreign name's entry stays (苏菲
-    /Sophie/: its form is no spelling of 苏菲's pinyin), and so does 宝安 /Bao'an district/."""
+    own pinyin (张三 /John Doe/Zhang San, .../) and naming no place or organisation. A foreign
+    name's entry stays (苏菲 /Sophie/: no spelling of 苏菲's pinyin), and so does 宝安 /Bao'an district/."""
     if not 2 <= len(simplified) <= 3 or simplified[0] not in _pinyin.SURNAMES or _PLACE.search(glosses):
         return False
     spelt = re.sub(r"[^a-z]", "", pinyin.lower().replace("u:", "v"))
