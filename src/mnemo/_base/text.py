@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Container
+from collections.abc import Callable, Container, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -234,23 +234,32 @@ def translations(terms: list[str], *, limit: int = 12) -> list[str]:
     table = _glossary()
     seen = set(terms)
     out: list[str] = []
+    for key in longest_spans(terms, table.__contains__):
+        for t in table[key]:
+            if t not in seen:
+                seen.add(t)
+                out.append(t)
+    return out[:limit]
+
+
+def span_key(parts: Sequence[str]) -> str:
+    """How adjacent query terms are looked up as one: Han words joined as written (代码 审查 →
+    代码审查), others with a space (code review)."""
+    return "".join(parts) if all(has_han(p) for p in parts) else " ".join(parts)
+
+
+def longest_spans(terms: Sequence[str], is_known: Callable[[str], bool]) -> Iterator[str]:
+    """The known keys in ``terms``, longest match first over up to three adjacent terms (so
+    "代码审查" is one key, not "代码" + "审查"); a term in no known key is passed over."""
     i = 0
     while i < len(terms):
         for n in (3, 2, 1):
-            if i + n > len(terms):
-                continue
-            parts = terms[i : i + n]
-            key = "".join(parts) if all(has_han(p) for p in parts) else " ".join(parts)
-            if key in table:
-                for t in table[key]:
-                    if t not in seen:
-                        seen.add(t)
-                        out.append(t)
+            if i + n <= len(terms) and is_known(key := span_key(terms[i : i + n])):
+                yield key
                 i += n
                 break
         else:
             i += 1
-    return out[:limit]
 
 
 def fts_match_expression(terms: list[str], phrases: list[str]) -> str | None:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .._base import pinyin as _pinyin
 from .._base import text as _text
+from .._base.text import longest_spans, span_key
 from .._stores.lookup import LookupTable
 
 #: glosses kept per headword, words per gloss, headwords per reversed gloss
@@ -75,7 +76,7 @@ def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
     if table is None or not terms:
         return [], []
     glossary = _text.glossary_keys()
-    grams = {_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)}
+    grams = {span_key(terms[i : i + n]) for i in range(len(terms)) for n in (1, 2, 3) if i + n <= len(terms)}
     found = _lookup(table, {k for k in grams if k not in glossary})
     # a compound neither knows is looked up by its parts: 苏州工业园区 → 苏州, 工业园区…; 系统升级 → 系统, 升级
     parts = {t: _text.subwords(t) for t in terms if len(t) >= 3 and _text.has_han(t) and t not in glossary and t not in found
@@ -84,30 +85,21 @@ def translate(terms: Sequence[str]) -> tuple[list[str], list[str]]:
     for p in {p for ps in parts.values() for p in ps if p in glossary}:
         found[p] = (_text.translations([p]), set(_text.name_translations([p])))  # the whole was not in it
     seen = set(terms)
-    terms = [w for t in terms for w in parts.get(t) or [t]]
     words: list[str] = []
     names: list[str] = []
-    i = 0
-    while i < len(terms) and len(words) < LIMIT:
-        for n in (3, 2, 1):
-            key = _key(terms[i : i + n]) if i + n <= len(terms) else None
-            if key is None or (n > 1 and key in glossary):
-                if key is not None:
-                    i += n
-                    break
-                continue
-            if key in found:
-                translated, proper = found[key]
-                for t in translated:
-                    if t not in seen:
-                        seen.add(t)
-                        words.append(t)
-                        if t in proper and (len(t) > 2 or _text.has_han(t)):
-                            names.append(t)
-                i += n
-                break
-        else:
-            i += 1
+    # a run the glossary knows as a whole is its (recall asked it already); a part of a compound
+    # the glossary knows is in ``found`` with the glossary's words
+    spans = longest_spans([w for t in terms for w in parts.get(t) or [t]], lambda k: k in found or k in glossary)
+    for key in spans:
+        translated, proper = found.get(key, ((), set()))
+        for t in translated:
+            if t not in seen:
+                seen.add(t)
+                words.append(t)
+                if t in proper and (len(t) > 2 or _text.has_han(t)):
+                    names.append(t)
+        if len(words) >= LIMIT:
+            break
     return words[:LIMIT], [t for t in names if t in words[:LIMIT]]
 
 
@@ -124,10 +116,6 @@ def _a_person(simplified: str, pinyin: str, glosses: str) -> bool:
     spelt = re.sub(r"[^a-z]", "", pinyin.lower().replace("u:", "v"))
     names = (_CAPITALISED.match(g.strip()) for g in glosses.split("/"))
     return any(re.sub(r"[^a-z]", "", n.group().lower().replace("ü", "v")) == spelt for n in names if n is not None)
-
-
-def _key(parts: Sequence[str]) -> str:
-    return "".join(parts) if all(_text.has_han(p) for p in parts) else " ".join(parts)
 
 
 def _connection() -> LookupTable | None:
