@@ -182,3 +182,22 @@ def test_the_most_important_of_a_kind_come_from_the_index_as_the_store_sorts_the
             f = replace(base, types=types)
             want = [m.store.pk_of(x.id) for x in m.store.list(f, order="importance DESC", limit=20)]
             assert idx.most_important(f, 20) == want, types
+
+
+def test_the_mask_keeps_the_rows_of_every_named_scope_type_and_status() -> None:
+    """The mask compares a column with each named code (np.isin sorted the column: 0.5 ms a
+    recall at 100k); the rows it keeps are the ones np.isin keeps, for one, a few and many codes."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    scopes = [f"project:{i}" for i in range(12)] + ["global"]
+    kinds = ["fact", "decision", "note"]
+    statuses = ["active", "superseded", "archived"]
+    picks = [(scopes[rng.integers(len(scopes))], kinds[rng.integers(3)], statuses[rng.integers(3)]) for _ in range(n)]
+    vecs = e5_like(n, seed=4)
+    index = VectorIndex("m", DIM)
+    index.apply([(i + 1, i + 1, s, t, st, 1.0e9, None, "[]", v.tobytes(), 0.5) for i, ((s, t, st), v) in enumerate(zip(picks, vecs))])
+    for wanted in (["global"], ["project:3", "global"], scopes[:5], scopes[:11], scopes, ["project:none"]):
+        for types, stats in ((None, ("active",)), (["fact", "note"], ("active", "archived"))):
+            got = index.mask(Filters(scopes=wanted, types=types, statuses=stats))
+            want = np.array([s in wanted and (types is None or t in types) and st in stats for s, t, st in picks])
+            assert (got == want).all(), (wanted, types, stats)

@@ -49,6 +49,17 @@ _THREADS = max(1, min(os.cpu_count() or 1, 4))
 _WORKER: Any = None
 
 
+def _any_of(column: np.ndarray, codes: list[int]) -> np.ndarray:
+    """``np.isin(column, codes)``, fast for the few codes a filter names: one comparison per
+    code (~3 µs each at 100k rows) where np.isin sorts (~0.5 ms) and a lookup table gathers (~0.2)."""
+    if len(codes) > 8:
+        return np.isin(column, codes)
+    out = column == codes[0]
+    for code in codes[1:]:
+        out |= column == code
+    return out
+
+
 def _epoch(text: str | None) -> float | None:
     return None if not text else parse_time(text).timestamp()
 
@@ -204,7 +215,7 @@ class VectorIndex:
             codes = [self._codes[kind][v] for v in values if v in self._codes[kind]]
             if not codes:
                 return np.zeros(n, bool)
-            m &= np.isin(column[:n], codes) if len(codes) > 1 else column[:n] == codes[0]
+            m &= _any_of(column[:n], codes)
         for tag in filters.tags or ():  # every tag must be there
             rows = self._tagged.get(tag)
             if not rows:
@@ -238,8 +249,13 @@ class VectorIndex:
 
     def start_search(self, query: np.ndarray, k: int, filters: Filters | None = None) -> Callable[[], list[tuple[int, float]]]:
         """:meth:`search`, begun now and returned by the callable: a large index scans on a
-        worker thread (numpy and SimSIMD let go of the GIL) while the caller runs the full-text
-        search. The caller must call it before the index changes."""
+        worker thread while the caller runs the full-text search. The caller must call it before
+        the index changes.
+
+        SimSIMD's ``cdist`` holds the GIL while it runs (a Python loop beside it ran at half its
+        speed), so the two channels truly overlap only while the caller is inside SQLite, which
+        lets go of it; measured at 100k, this still saves ~1 ms against scanning first on both
+        cores, and starting the scan just before the full-text SQL instead saved nothing."""
         if self._int8 is None:
             hits = self.search(query, k, filters)
             return lambda: hits
@@ -260,8 +276,9 @@ class VectorIndex:
         keep = self.mask(filters) if filters is not None else self._valid[:n]
         shortlist = max(SHORTLIST_FACTOR * k, SHORTLIST_MIN)
         if self._int8 is not None and n > shortlist and int(keep.sum()) > shortlist:
-            rough = np.where(keep, self._int8.scores(query, n, threads), -np.inf)
-            rows = np.argpartition(-rough, shortlist - 1)[:shortlist]
+            rough = self._int8.scores(query, n, threads)
+            rough[~keep] = -np.inf  # in place: the scores are a fresh array
+            rows = np.argpartition(rough, n - shortlist)[n - shortlist:]
             exact = self._matrix[rows] @ query
             best = np.argsort(-exact, kind="stable")[:k]
             return [(int(self._pk[rows[i]]), float(exact[i])) for i in best]
