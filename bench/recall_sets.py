@@ -19,7 +19,9 @@ rules or glossary; each in a dev and a held-out part with nothing in common):
   20 pastes of a log, trace, config, code or email with the user's request, 20 long requests;
   half Chinese), 100 memories of one persona each; R@5 by kind. Written blind for the change
   that lets the full-text channel read more of a long message than the model does;
-  ``longq_heldout2`` (40 dialogues) for a conversation rule that it then turned down.
+  ``longq_heldout2`` (40 dialogues) for a conversation rule that it then turned down;
+  ``longq_heldout3`` (a CNC machine shop's engineer; 20 of each kind) for the model's token
+  budget on a long message, which it kept at 96.
 * ``names_heldout2`` … ``7`` (a game studio; hospital software; a climate lab; a freelance
   developer; an IT consultant; a DevOps engineer, half of it technical terms), written
   later, blind, for the names-across-scripts change (people by their pinyin): each was scored

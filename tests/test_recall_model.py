@@ -99,7 +99,8 @@ def test_the_kind_a_question_asks_for(query: str, types: set[str]) -> None:
 
 
 def test_a_long_pasted_prompt_is_searched_by_its_question() -> None:
-    from mnemo._recall.intent import LONG_QUERY, salient_query
+    from mnemo._base.tokens import estimate_tokens
+    from mnemo._recall.intent import SALIENT_TOKENS, salient_query
 
     log = "\n".join(f"2026-12-01 10:{i % 60:02d}:00 ERROR connection pool exhausted at worker {i}, retrying in 5s" for i in range(250))
     prompt = "帮我看看这个日志：\n" + log + "\n\n数据库连接超时应该怎么调？"
@@ -110,7 +111,8 @@ def test_a_long_pasted_prompt_is_searched_by_its_question() -> None:
     assert salient_query(short) == short
     no_question = "Notes from today. " + "x" * 2000 + " The last line says the deploy moved to Tuesday."
     cut = salient_query(no_question)
-    assert cut.startswith("Notes from today.") and cut.endswith("moved to Tuesday.") and len(cut) < LONG_QUERY
+    assert cut.startswith("Notes from today.") and cut.endswith("moved to Tuesday.") and estimate_tokens(cut) <= SALIENT_TOKENS + 4
+    assert len(cut) < len(no_question) / 2
 
 
 def test_a_long_query_is_cut_to_a_token_budget_in_any_script() -> None:
@@ -142,13 +144,18 @@ def test_a_question_after_a_pasted_log_finds_its_answer(tmp_path: Path) -> None:
 def test_full_text_reads_more_of_a_long_message_than_the_model_does() -> None:
     """The model's budget is per token run through it; the full-text channel's is larger, so a
     long message's other sentences still name what it is about, and one that fits is kept whole."""
+    from mnemo._base.tokens import estimate_tokens
     from mnemo._recall.intent import LONG_QUERY, SALIENT_TERMS_TOKENS, SALIENT_TOKENS, salient_query
 
     talk = ("Ana: We finally booked the flights to Lisbon for the conference in May. "
             "Assistant: Great, the venue is close to the river, and the talks start early. "
             "Ana: The hotel is near Alfama, so I will walk most days. My knee has been bad since the hike. "
             "Assistant: Walking shoes with good support would help then, and a rest day in the middle of the week. "
-            "The conference app lists the sessions by track, so you can plan your days around it. Ana: Right. What should I pack?")
+            "The conference app lists the sessions by track, so you can plan your days around it. "
+            "Assistant: Lisbon in May is mild, but the evenings by the river get windy, and the old town's streets are steep "
+            "and paved with smooth stone. Ana: The organisers planned a dinner on the second night and a walking tour on the "
+            "last afternoon, and I would like to join both. Ana: Right. What should I pack?")
+    assert SALIENT_TOKENS < estimate_tokens(talk) <= SALIENT_TERMS_TOKENS  # longer than the model reads, within what full text reads
     assert salient_query(talk, SALIENT_TERMS_TOKENS) == talk
     assert len(talk) > LONG_QUERY and "knee" not in salient_query(talk, SALIENT_TOKENS)  # the model reads the instruction and the questions
     long = talk + " " + "The schedule has many sessions about databases and caching. " * 60

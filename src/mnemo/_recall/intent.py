@@ -80,7 +80,9 @@ def asked_types(query: str) -> frozenset[str]:
 LONG_QUERY = 400
 #: …to about this many tokens (``estimate_tokens``): what the question costs the model
 #: (e5: ~1.4 ms a token on one thread), since a hook waits for it on every prompt. In English
-#: about 360 characters, in Chinese about 96.
+#: about 360 characters, in Chinese about 96. 192 read better on the seen sets (MADial-en R@5
+#: 0.605 -> 0.631) and worse on the blind longq_heldout3 (0.683 -> 0.650), and doubled the
+#: question-less paste's p95 in the hook (126 -> 245 ms): kept at 96 (bench/README.md)
 SALIENT_TOKENS = 96
 #: …and to this many for the full-text channel, which pays per term looked up, not per token
 #: run through a model: a long message's other sentences still name what it is about (half of
